@@ -1,0 +1,13 @@
+"""hmkeras: Keras 3 recurrent cells that learn structure.
+
+Hierarchical multiscale LSTM (Chung et al. 2017) and its Elman variant
+(Kadar et al. 2018), with straight-through boundary detectors and slope
+annealing.
+"""
+
+from hmkeras.hierarchical_cell import HierarchicalCell
+from hmkeras.hm_lstm_cell import HMLSTMCell
+from hmkeras.hm_rnn_cell import HMRNNCell
+from hmkeras.slope_annealing import SlopeAnnealing
+
+__version__ = "0.1.0"

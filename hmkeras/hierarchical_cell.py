@@ -1,0 +1,447 @@
+"""Hierarchy machinery shared by the hierarchical multiscale cells.
+
+`HierarchicalCell` is the base of `HMLSTMCell` and `HMRNNCell`.  It owns
+everything the two cells have in common (Chung et al. 2017, Sec. 3.2;
+Kadar et al. 2018, Appendix A and B):
+
+* the argument checks and the per-layer sizes,
+* the non-trainable `slope` weight of the hard sigmoid,
+* the boundary detectors (`"step"`, `"sample"`, `"soft"`),
+* the UPDATE / COPY / FLUSH masks of every layer,
+* the unroll over layers inside one time step (bottom first),
+* the state layout, the output layout and `split_outputs`,
+* layer normalization (Ba et al. 2016) and the configuration.
+
+A subclass only says what one layer computes at one step: which weights a
+layer has (`_build_layer`), what state it carries besides `h`
+(`_extra_state_size`), and its update (`_layer_step`).
+
+State layout (a flat list, as `keras.layers.RNN` wants it):
+`[h^1, (extra^1...), h^2, (extra^2...), ..., h^L, (extra^L...), z]` where
+`z` has shape `(batch, L - 1)` and holds the boundaries of the previous step
+(`z_{t-1}^1 ... z_{t-1}^{L-1}`).  For the HM-LSTM the extra state of a layer
+is its cell state `c^l`.
+
+Output layout (one tensor per step):
+`[h^1 | h^2 | ... | h^L | z^1 ... z^{L-1}]`.
+
+Masks (Kadar et al. Appendix A, Eq. 10-12; Chung et al. Eq. 2-3), with
+`z_t^0 = 1` (the input is never skipped) and no boundary on the top layer:
+
+    flush  = z_{t-1}^l
+    update = (1 - z_{t-1}^l) * z_t^{l-1}
+    copy   = (1 - z_{t-1}^l) * (1 - z_t^{l-1})
+
+The masks are arithmetic, so in the discrete modes COPY keeps the state
+bit for bit (`1 * prev + 0 * new`) and gradients reach `z` through the
+masks as well as through the gated inputs.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+from hmkeras import straight_through
+
+BOUNDARY_MODES = ("step", "sample", "soft")
+
+LayerOperations = collections.namedtuple(
+    "LayerOperations", ["flush", "update", "copy"]
+)
+LayerOperations.__doc__ = """Masks of shape `(batch, 1)` choosing the operation of one layer.
+
+`None` stands for a mask that is identically zero: the bottom layer never
+COPYs (`copy is None`) and the top layer never FLUSHes (`flush is None`).
+`update` is never `None`.
+"""
+
+
+def blend_copy(copy, previous, candidate):
+    """`copy * previous + (1 - copy) * candidate` (Kadar Eq. 11-12).
+
+    Exact in the discrete modes: with `copy == 1` it returns `previous` bit
+    for bit, with `copy == 0` it returns `candidate`.  `copy=None` means no
+    COPY is possible and returns `candidate` unchanged.
+    """
+    if copy is None:
+        return candidate
+    return copy * previous + (1.0 - copy) * candidate
+
+
+def layer_operations(z_previous, z_below):
+    """UPDATE / COPY / FLUSH masks of one layer (Chung et al. Eq. 2).
+
+    Args:
+        z_previous: `z_{t-1}^l`, shape `(batch, 1)`, or `None` for the top
+            layer, which has no boundary detector.
+        z_below: `z_t^{l-1}`, shape `(batch, 1)`, or `None` for the bottom
+            layer (`z_t^0 = 1`).
+
+    Returns:
+        A `LayerOperations`.
+    """
+    if z_previous is None and z_below is None:
+        raise ValueError("A layer needs a boundary below or above it.")
+    if z_previous is None:  # top layer: UPDATE when the layer below ends
+        return LayerOperations(flush=None, update=z_below, copy=1.0 - z_below)
+    if z_below is None:  # bottom layer: FLUSH or UPDATE, never COPY
+        return LayerOperations(flush=z_previous, update=1.0 - z_previous, copy=None)
+    not_flush = 1.0 - z_previous
+    return LayerOperations(
+        flush=z_previous,
+        update=not_flush * z_below,
+        copy=not_flush * (1.0 - z_below),
+    )
+
+
+def _check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+
+
+def _check_rate(name, value):
+    if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1). Received: {name}={value!r}"
+        )
+
+
+def resolve_layer_sizes(units, num_layers):
+    """Per-layer sizes from `units` (int or list) and `num_layers`."""
+    if isinstance(units, (list, tuple)):
+        if not units:
+            raise ValueError("`units` must not be an empty list.")
+        for size in units:
+            _check_positive_int("units", size)
+        if num_layers is not None and num_layers != len(units):
+            raise ValueError(
+                "`units` given as a list must have one size per layer: "
+                f"len(units)={len(units)} but num_layers={num_layers!r}."
+            )
+        sizes = [int(size) for size in units]
+    else:
+        _check_positive_int("units", units)
+        if num_layers is None:
+            num_layers = 3
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int):
+            raise ValueError(
+                "`num_layers` must be an integer >= 2. "
+                f"Received: num_layers={num_layers!r}"
+            )
+        sizes = [int(units)] * num_layers
+    if len(sizes) < 2:
+        raise ValueError(
+            "`num_layers` must be an integer >= 2 (a hierarchy needs a "
+            f"boundary between two layers). Received: num_layers={len(sizes)}"
+        )
+    return sizes
+
+
+class HierarchicalCell(keras.layers.Layer):
+    """Base class of the hierarchical multiscale RNN cells.
+
+    Not used directly: see `HMLSTMCell` and `HMRNNCell`, whose docstrings
+    list the arguments.  Subclasses implement `_build_layer`,
+    `_layer_step`, and set `_extra_states_per_layer` (the number of state
+    tensors of size `units_l` a layer keeps besides `h^l`).
+    """
+
+    _extra_states_per_layer = 0
+    # Number of pre-activation columns per unit of a layer (4 for the LSTM
+    # gates f, i, o, g; 1 for the Elman candidate).
+    _columns_per_unit = 1
+
+    def __init__(
+        self,
+        units,
+        num_layers=None,
+        boundary_mode="step",
+        slope=1.0,
+        layer_norm=False,
+        top_down=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        boundary_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = resolve_layer_sizes(units, num_layers)
+        self.num_layers = len(self.units)
+        if boundary_mode not in BOUNDARY_MODES:
+            raise ValueError(
+                f"`boundary_mode` must be one of {BOUNDARY_MODES}. "
+                f"Received: boundary_mode={boundary_mode!r}"
+            )
+        self.boundary_mode = boundary_mode
+        if (
+            isinstance(slope, bool)
+            or not isinstance(slope, (int, float))
+            or not slope > 0
+        ):
+            raise ValueError(
+                f"`slope` must be a number > 0. Received: slope={slope!r}"
+            )
+        self.initial_slope = float(slope)
+        for name, flag in (("layer_norm", layer_norm), ("top_down", top_down)):
+            if not isinstance(flag, bool):
+                raise ValueError(
+                    f"`{name}` must be True or False. Received: {name}={flag!r}"
+                )
+        self.layer_norm = layer_norm
+        self.top_down = top_down
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.boundary_initializer = keras.initializers.get(boundary_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.state_size = []
+        for size in self.units:
+            self.state_size.extend([size] * (1 + self._extra_states_per_layer))
+        self.state_size.append(self.num_layers - 1)
+        self.output_size = sum(self.units) + self.num_layers - 1
+
+    # ------------------------------------------------------------------
+    # Building
+    # ------------------------------------------------------------------
+    def build(self, input_shape):
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ValueError(
+                f"{type(self).__name__} expects `inputs` of rank 2 per step "
+                "(batch, features) with a known feature size, i.e. a "
+                "(batch, time, features) sequence for keras.layers.RNN. "
+                f"Received: inputs.shape={tuple(input_shape)}"
+            )
+        # Chung et al.: the slope `a` of the hard sigmoid; a non-trainable
+        # weight so that it is saved with the model and read afresh by
+        # compiled functions.
+        self.slope = self.add_weight(
+            name="slope",
+            shape=(),
+            initializer=keras.initializers.Constant(self.initial_slope),
+            trainable=False,
+        )
+        # One dict of weights per layer, filled by `_build_layer`.
+        self._layer_params = []
+        below = int(input_shape[-1])
+        for index, size in enumerate(self.units):
+            above = self.units[index + 1] if index + 1 < self.num_layers else None
+            self._build_layer(index, below, size, above)
+            below = size
+
+    def _gate_initializer(self, gates_initializer, units, has_boundary):
+        """Initializer of a `(rows, C * units [+ 1])` matrix.
+
+        The gate columns come from `gates_initializer`, the boundary column
+        (the last one, when the layer has a detector) from
+        `boundary_initializer` (Kadar et al. Sec. 3.1: orthogonal gates,
+        Glorot uniform for the z column).
+        """
+        gate_columns = self._columns_per_unit * units
+
+        def initializer(shape, dtype=None):
+            rows = shape[0]
+            gates = gates_initializer((rows, gate_columns), dtype=dtype)
+            if not has_boundary:
+                return gates
+            column = self.boundary_initializer((rows, 1), dtype=dtype)
+            return keras.ops.concatenate([gates, column], axis=1)
+
+        return initializer
+
+    def _add_matrix(self, name, rows, units, has_boundary, initializer, regularizer):
+        columns = self._columns_per_unit * units + int(has_boundary)
+        return self.add_weight(
+            name=name,
+            shape=(rows, columns),
+            initializer=self._gate_initializer(initializer, units, has_boundary),
+            regularizer=regularizer,
+        )
+
+    def _add_layer_norm(self, name, size):
+        """Gain and bias of one layer normalization (Ba et al. 2016)."""
+        gain = self.add_weight(name=f"{name}_gain", shape=(size,), initializer="ones")
+        bias = self.add_weight(name=f"{name}_beta", shape=(size,), initializer="zeros")
+        return gain, bias
+
+    @staticmethod
+    def _normalize(x, gain_and_bias, epsilon=1e-5):
+        """Layer normalization over the last axis (Ba et al. Eq. 20-22)."""
+        gain, bias = gain_and_bias
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias
+
+    # ------------------------------------------------------------------
+    # Subclass interface
+    # ------------------------------------------------------------------
+    def _build_layer(self, index, input_size, units, above_units):
+        raise NotImplementedError
+
+    def _layer_step(self, index, below, z_below, state, above, z_previous, ops):
+        """One layer at one step.
+
+        Args:
+            index: 0-based layer index.
+            below: `h_t^{l-1}` (the input for the bottom layer).
+            z_below: `z_t^{l-1}`, `(batch, 1)`, or `None` at the bottom.
+            state: this layer's previous state list, `h_{t-1}^l` first.
+            above: `h_{t-1}^{l+1}`, or `None` for the top layer.
+            z_previous: `z_{t-1}^l`, or `None` for the top layer.
+            ops: the layer's `LayerOperations`.
+
+        Returns:
+            `(new_state, boundary_preactivation)`: the new state list with
+            `h_t^l` first, and the `(batch, 1)` pre-activation of the
+            boundary detector (`None` for the top layer).
+        """
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------
+    # The step
+    # ------------------------------------------------------------------
+    def _detect_boundary(self, preactivation, slope, training):
+        """Chung et al. Eq. (8)-(9) with the straight-through estimator."""
+        if self.boundary_mode == "soft":
+            return straight_through.hard_sigmoid(preactivation, slope)
+        if self.boundary_mode == "sample" and training:
+            noise = keras.random.uniform(
+                tf.shape(preactivation),
+                dtype=preactivation.dtype,
+                seed=self.seed_generator,
+            )
+            return straight_through.bernoulli_straight_through(
+                preactivation, slope, noise
+            )
+        return straight_through.step_straight_through(preactivation, slope)
+
+    def call(self, inputs, states, training=False):
+        per_layer = 1 + self._extra_states_per_layer
+        z_previous_all = states[-1]
+        z_previous = tf.split(z_previous_all, self.num_layers - 1, axis=-1)
+        slope = tf.convert_to_tensor(self.slope)
+
+        below, z_below = inputs, None
+        new_states, hiddens, boundaries = [], [], []
+        for index in range(self.num_layers):
+            is_top = index == self.num_layers - 1
+            state = list(states[index * per_layer : (index + 1) * per_layer])
+            above = None if is_top else states[(index + 1) * per_layer]
+            z_prev = None if is_top else z_previous[index]
+            ops = layer_operations(z_prev, z_below)
+            state, preactivation = self._layer_step(
+                index, below, z_below, state, above, z_prev, ops
+            )
+            new_states.extend(state)
+            hiddens.append(state[0])
+            below = state[0]
+            if not is_top:
+                z_below = self._detect_boundary(preactivation, slope, training)
+                boundaries.append(z_below)
+        z = tf.concat(boundaries, axis=-1)
+        new_states.append(z)
+        output = tf.concat(hiddens + [z], axis=-1)
+        return output, new_states
+
+    def get_initial_state(self, batch_size=None):
+        """Zero states; `z_0 = 0`, so no layer FLUSHes at the first step."""
+        return [
+            keras.ops.zeros((batch_size, size), dtype=self.compute_dtype)
+            for size in self.state_size
+        ]
+
+    # ------------------------------------------------------------------
+    # Output layout
+    # ------------------------------------------------------------------
+    def split_outputs(self, outputs):
+        """Split outputs into `(hiddens, boundaries)`.
+
+        Works on one step `(batch, output_size)` and on whole sequences
+        `(batch, time, output_size)`.
+
+        Returns:
+            `hiddens`: a list of `num_layers` tensors `(..., units_l)`,
+            bottom first; `boundaries`: one tensor `(..., num_layers - 1)`.
+        """
+        if outputs.shape[-1] is not None and outputs.shape[-1] != self.output_size:
+            raise ValueError(
+                f"`outputs` must have last dimension output_size="
+                f"{self.output_size}. Received: shape={tuple(outputs.shape)}"
+            )
+        pieces = keras.ops.split(
+            outputs,
+            list(_cumulative(self.units + [self.num_layers - 1]))[:-1],
+            axis=-1,
+        )
+        return list(pieces[:-1]), pieces[-1]
+
+    def get_config(self):
+        config = {
+            "units": list(self.units),
+            "num_layers": self.num_layers,
+            "boundary_mode": self.boundary_mode,
+            "slope": self.initial_slope,
+            "layer_norm": self.layer_norm,
+            "top_down": self.top_down,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(
+                self.recurrent_initializer
+            ),
+            "boundary_initializer": keras.initializers.serialize(
+                self.boundary_initializer
+            ),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            "recurrent_regularizer": keras.regularizers.serialize(
+                self.recurrent_regularizer
+            ),
+            "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            "seed": self.seed,
+        }
+        base = super().get_config()
+        return {**base, **config}
+
+
+def _cumulative(sizes):
+    total = 0
+    for size in sizes:
+        total += size
+        yield total
+
+
+def find_hierarchical_cells(model_or_layer):
+    """All `HierarchicalCell`s inside a model, layer, RNN or wrapper cell."""
+    found, seen = [], set()
+
+    def visit(obj):
+        if obj is None or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, HierarchicalCell):
+            found.append(obj)
+            return
+        if isinstance(obj, (list, tuple)):
+            for child in obj:
+                visit(child)
+            return
+        if not isinstance(obj, keras.layers.Layer):
+            return
+        # Sub-layers are attributes (`RNN.cell`, a wrapper's `cell`,
+        # `StackedRNNCells.cells`, a model's layers, a custom layer's parts).
+        for name, value in vars(obj).items():
+            if name.startswith("_") and name != "_layers":
+                continue
+            visit(value)
+
+    visit(model_or_layer)
+    return found

@@ -1,0 +1,113 @@
+"""Straight-through boundary estimators (Chung et al. 2017, Section 3.3).
+
+The boundary detector of a hierarchical multiscale RNN outputs a binary
+value `z`.  The forward pass uses a step function (or a Bernoulli sample);
+the backward pass replaces it by the derivative of the hard sigmoid
+
+    hard_sigm(x) = max(0, min(1, (a * x + 1) / 2))        (Chung, Sec. 3.2)
+
+where `a` is the slope.  Kadar et al. write the same function with
+`alpha = a / 2`.  Annealing `a` upwards (the "slope annealing trick")
+reduces the bias of the estimator.
+
+The slope is always passed in as a tensor argument: `tf.custom_gradient`
+must not close over a Keras variable, and passing it in lets a compiled
+(XLA) function see new slope values without retracing.
+
+Example:
+
+>>> import tensorflow as tf
+>>> x = tf.constant([-2.0, -0.2, 0.3, 4.0])
+>>> step_straight_through(x, slope=tf.constant(1.0)).numpy()
+array([0., 0., 1., 1.], dtype=float32)
+"""
+
+import tensorflow as tf
+
+__all__ = [
+    "hard_sigmoid",
+    "hard_sigmoid_derivative",
+    "step_straight_through",
+    "bernoulli_straight_through",
+]
+
+
+def hard_sigmoid(x, slope):
+    """`clip((slope * x + 1) / 2, 0, 1)`, Chung et al. Section 3.2."""
+    slope = tf.cast(slope, x.dtype)
+    return tf.clip_by_value((slope * x + 1.0) * 0.5, 0.0, 1.0)
+
+
+def hard_sigmoid_derivative(x, slope):
+    """d hard_sigm(x) / dx: `slope / 2` where `|slope * x| < 1`, else 0."""
+    slope = tf.cast(slope, x.dtype)
+    inside = tf.cast(tf.abs(slope * x) < 1.0, x.dtype)
+    return 0.5 * slope * inside
+
+
+def _straight_through_grads(upstream, x, slope):
+    """Gradients of hard_sigm w.r.t. (x, slope), used by both estimators."""
+    slope_c = tf.cast(slope, x.dtype)
+    inside = tf.cast(tf.abs(slope_c * x) < 1.0, x.dtype)
+    grad_x = upstream * 0.5 * slope_c * inside
+    grad_slope = tf.reduce_sum(upstream * 0.5 * x * inside)
+    return grad_x, tf.cast(tf.reshape(grad_slope, tf.shape(slope)), slope.dtype)
+
+
+@tf.custom_gradient
+def _step(x, slope):
+    # Chung et al. Eq. (9): z = 1 if hard_sigm(x) > 0.5, i.e. if x > 0.
+    z = tf.cast(x > 0.0, x.dtype)
+
+    def grad(upstream):
+        return _straight_through_grads(upstream, x, slope)
+
+    return z, grad
+
+
+@tf.custom_gradient
+def _bernoulli(x, slope, uniform_noise):
+    # Chung et al. Sec. 3.2: z ~ Bernoulli(hard_sigm(x)), realised as
+    # z = 1[u < hard_sigm(x)] for u ~ U[0, 1) drawn by the caller.
+    z = tf.cast(uniform_noise < hard_sigmoid(x, slope), x.dtype)
+
+    def grad(upstream):
+        grad_x, grad_slope = _straight_through_grads(upstream, x, slope)
+        return grad_x, grad_slope, tf.zeros_like(uniform_noise)
+
+    return z, grad
+
+
+def step_straight_through(x, slope):
+    """Deterministic boundary: step forward, hard-sigmoid gradient backward.
+
+    Args:
+        x: pre-activation of the boundary detector, any shape.
+        slope: scalar tensor, the hard-sigmoid slope `a` (> 0).
+
+    Returns:
+        A tensor like `x` holding exactly 0.0 or 1.0.
+    """
+    x = tf.convert_to_tensor(x)
+    slope = tf.cast(slope, x.dtype)
+    return _step(x, slope)
+
+
+def bernoulli_straight_through(x, slope, uniform_noise):
+    """Stochastic boundary: Bernoulli sample forward, hard-sigmoid gradient.
+
+    Args:
+        x: pre-activation of the boundary detector.
+        slope: scalar tensor, the hard-sigmoid slope `a` (> 0).
+        uniform_noise: tensor shaped like `x` of U[0, 1) draws. It is an
+            argument (not drawn here) so that the caller owns the random
+            state, e.g. a `keras.random.SeedGenerator`.
+
+    Returns:
+        A tensor like `x` holding exactly 0.0 or 1.0, equal to 1.0 with
+        probability `hard_sigmoid(x, slope)`.
+    """
+    x = tf.convert_to_tensor(x)
+    slope = tf.cast(slope, x.dtype)
+    uniform_noise = tf.cast(uniform_noise, x.dtype)
+    return _bernoulli(x, slope, uniform_noise)

@@ -1,0 +1,269 @@
+"""HMLSTMCell against an independent NumPy reference, plus invariants."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hm_reference
+import hmkeras
+
+UNITS = [5, 4, 3]
+T = 24
+B = 3
+FEATURES = 4
+
+
+def make_cell(cls=hmkeras.HMLSTMCell, units=UNITS, z_bias=0.0, seed=1, **kwargs):
+    """A built float64 cell whose boundaries fire about half the time."""
+    keras.utils.set_random_seed(seed)
+    cell = cls(units, dtype="float64", **kwargs)
+    cell.build((None, FEATURES))
+    # Scale the boundary columns up so that z switches often, and shift the
+    # detector bias so both values occur.
+    columns_per_unit = cell._columns_per_unit
+    for index, units_l in enumerate(cell.units[:-1]):
+        n = index + 1
+        for name in ("kernel", "recurrent_kernel", "top_down_kernel"):
+            variable = next((w for w in cell.weights if w.name == f"{name}_{n}"), None)
+            if variable is None:
+                continue
+            value = variable.numpy()
+            value[:, columns_per_unit * units_l] *= 4.0
+            variable.assign(value)
+        bias = next(w for w in cell.weights if w.name == f"bias_{n}")
+        value = bias.numpy()
+        value[columns_per_unit * units_l] = z_bias
+        bias.assign(value)
+    return cell
+
+
+def run_rnn(cell, x, training=False):
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True, dtype="float64")
+    result = rnn(x, training=training)
+    return np.asarray(result[0]), [np.asarray(s) for s in result[1:]]
+
+
+def inputs(seed=0):
+    return np.random.default_rng(seed).normal(size=(B, T, FEATURES))
+
+
+CONFIGS = [
+    dict(),
+    dict(layer_norm=True),
+    dict(top_down=False),
+    dict(copy_last=True),
+    dict(layer_norm=True, copy_last=True, top_down=False),
+    dict(slope=2.5),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(c) or "default")
+@pytest.mark.parametrize("mode", ["step", "soft"])
+def test_matches_numpy_reference(config, mode):
+    cell = make_cell(boundary_mode=mode, **config)
+    x = inputs()
+    outputs, states = run_rnn(cell, x)
+    ref = hm_reference.hmlstm(
+        x,
+        hm_reference.cell_weights(cell),
+        UNITS,
+        mode=mode,
+        slope=config.get("slope", 1.0),
+        layer_norm_on=config.get("layer_norm", False),
+        top_down=config.get("top_down", True),
+        copy_last=config.get("copy_last", False),
+    )
+    np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+    for index in range(len(UNITS)):
+        np.testing.assert_allclose(states[2 * index], ref["h"][index], rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(states[2 * index + 1], ref["c"][index], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(states[-1], ref["z"], atol=0)
+    if mode == "step":
+        # The sequence exercises all three operations in the middle layer
+        # and both available ones in the others.
+        ops = ref["ops"]
+        assert {"flush", "update"} <= set(ops[:, :, 0].ravel())
+        assert {"flush", "update", "copy"} <= set(ops[:, :, 1].ravel())
+        assert {"update", "copy"} <= set(ops[:, :, 2].ravel())
+
+
+def test_sample_mode_matches_reference_given_its_boundaries():
+    cell = make_cell(boundary_mode="sample", seed=3)
+    x = inputs(1)
+    outputs, _ = run_rnn(cell, x, training=True)
+    _, boundaries = cell.split_outputs(outputs)
+    boundaries = np.asarray(boundaries)
+    assert set(np.unique(boundaries)) <= {0.0, 1.0}
+    ref = hm_reference.hmlstm(x, hm_reference.cell_weights(cell), UNITS, boundaries=boundaries)
+    np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+
+
+def test_sample_mode_fires_with_hard_sigmoid_probability():
+    # With no recurrent influence on z (zero boundary columns except the
+    # bias) the probability is a constant hard_sigm(b).
+    cell = hmkeras.HMLSTMCell([4, 4], boundary_mode="sample", slope=1.0, seed=7)
+    cell.build((None, 2))
+    for name in ("kernel_1", "recurrent_kernel_1", "top_down_kernel_1"):
+        variable = next(w for w in cell.weights if w.name == name)
+        value = variable.numpy()
+        value[:, 16] = 0.0
+        variable.assign(value)
+    bias = next(w for w in cell.weights if w.name == "bias_1")
+    value = bias.numpy()
+    value[16] = 0.4  # hard_sigm(0.4) = 0.7
+    bias.assign(value)
+    y = keras.layers.RNN(cell, return_sequences=True)(np.zeros((64, 50, 2), "float32"), training=True)
+    rate = float(np.mean(np.asarray(cell.split_outputs(y)[1])))
+    assert abs(rate - 0.7) < 0.03
+    # At inference the sample mode thresholds deterministically.
+    y = keras.layers.RNN(cell, return_sequences=True)(np.zeros((4, 5, 2), "float32"), training=False)
+    assert np.all(np.asarray(cell.split_outputs(y)[1]) == 1.0)
+
+
+def step_through(cell, x):
+    """Calls the cell step by step; returns the per-step states."""
+    states = cell.get_initial_state(batch_size=x.shape[0])
+    history = [[np.asarray(s) for s in states]]
+    for t in range(x.shape[1]):
+        _, states = cell(tf.constant(x[:, t]), states)
+        history.append([np.asarray(s) for s in states])
+    return history
+
+
+@pytest.mark.parametrize("copy_last", [False, True])
+def test_copy_is_exact_and_top_changes_only_on_boundary(copy_last):
+    cell = make_cell(copy_last=copy_last)
+    cell_f32 = hmkeras.HMLSTMCell(UNITS, copy_last=copy_last)
+    cell_f32.build((None, FEATURES))
+    for target, source in zip(cell_f32.weights, cell.weights):
+        target.assign(source.numpy().astype("float32"))
+    x = inputs(2).astype("float32")
+    history = step_through(cell_f32, x)
+    L = len(UNITS)
+    copies = top_updates = 0
+    for t in range(1, len(history)):
+        prev, cur = history[t - 1], history[t]
+        z_prev, z_now = prev[-1], cur[-1]
+        for l in range(1, L):
+            z_below = z_now[:, l - 1]
+            zp = z_prev[:, l] if l < L - 1 else np.zeros(B)
+            copy = (zp == 0) & (z_below == 0)
+            h_prev, c_prev = prev[2 * l], prev[2 * l + 1]
+            h_cur, c_cur = cur[2 * l], cur[2 * l + 1]
+            # COPY keeps c bit for bit (and h, except the CopyLast top layer).
+            assert np.array_equal(c_cur[copy], c_prev[copy])
+            if not (copy_last and l == L - 1):
+                assert np.array_equal(h_cur[copy], h_prev[copy])
+            copies += int(copy.sum())
+            if l == L - 1:
+                # The top layer changes only when z^{L-1}_t = 1.
+                changed = np.any(c_cur != c_prev, axis=-1)
+                assert not np.any(changed & (z_below == 0))
+                top_updates += int(np.sum(changed & (z_below == 1)))
+    assert copies > 10
+    assert top_updates > 3
+
+
+def test_flush_does_not_depend_on_previous_cell_state():
+    cell = make_cell()
+    rng = np.random.default_rng(5)
+    states = [tf.constant(rng.normal(size=(B, s))) for s in cell.state_size]
+    z = np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    states[-1] = tf.constant(z)
+    x = tf.constant(rng.normal(size=(B, FEATURES)))
+    out_a, _ = cell(x, states)
+    hiddens_a, _ = cell.split_outputs(out_a)
+    for index in range(len(UNITS) - 1):
+        # Perturb c_{t-1} of this layer only: a FLUSHing row must not see it.
+        perturbed = list(states)
+        perturbed[2 * index + 1] = states[2 * index + 1] + 10.0
+        out_b, _ = cell(x, perturbed)
+        hiddens_b, _ = cell.split_outputs(out_b)
+        flushed = z[:, index] == 1.0
+        np.testing.assert_array_equal(
+            np.asarray(hiddens_a[index])[flushed], np.asarray(hiddens_b[index])[flushed]
+        )
+        assert not np.allclose(
+            np.asarray(hiddens_a[index])[~flushed], np.asarray(hiddens_b[index])[~flushed]
+        )
+
+
+@pytest.mark.parametrize("mode", ["step", "sample"])
+def test_boundaries_are_binary(mode):
+    cell = make_cell(boundary_mode=mode)
+    outputs, states = run_rnn(cell, inputs(), training=True)
+    _, z = cell.split_outputs(outputs)
+    assert set(np.unique(np.asarray(z))) == {0.0, 1.0}
+    assert set(np.unique(states[-1])) <= {0.0, 1.0}
+
+
+def test_gradients_reach_lower_boundary_weights_from_top_layer_loss():
+    cell = make_cell()
+    x = tf.constant(inputs(3))
+    rnn = keras.layers.RNN(cell, return_sequences=True, dtype="float64")
+    with tf.GradientTape() as tape:
+        y = rnn(x, training=True)
+        hiddens, _ = cell.split_outputs(y)
+        loss = tf.reduce_sum(tf.square(hiddens[-1]))
+    names = ["kernel_1", "recurrent_kernel_1", "kernel_2"]
+    variables = [next(w for w in cell.weights if w.name == n) for n in names]
+    grads = tape.gradient(loss, variables)
+    for name, variable, grad in zip(names, variables, grads):
+        column = 4 * cell.units[int(name[-1]) - 1]
+        assert grad is not None, name
+        assert np.any(np.asarray(grad)[:, column] != 0.0), name
+
+
+def test_split_outputs_on_step_and_sequence():
+    cell = hmkeras.HMLSTMCell([3, 2, 4])
+    y = np.arange(2 * 7 * cell.output_size, dtype="float32").reshape(2, 7, cell.output_size)
+    hiddens, z = cell.split_outputs(y)
+    assert [tuple(h.shape) for h in hiddens] == [(2, 7, 3), (2, 7, 2), (2, 7, 4)]
+    assert tuple(z.shape) == (2, 7, 2)
+    np.testing.assert_array_equal(np.asarray(hiddens[1]), y[..., 3:5])
+    np.testing.assert_array_equal(np.asarray(z), y[..., 9:])
+    hiddens, z = cell.split_outputs(y[:, 0])
+    assert tuple(z.shape) == (2, 2)
+    with pytest.raises(ValueError, match="output_size"):
+        cell.split_outputs(y[..., :-1])
+
+
+def test_units_list_and_sizes():
+    cell = hmkeras.HMLSTMCell([6, 5, 4])
+    assert cell.num_layers == 3
+    assert cell.output_size == 6 + 5 + 4 + 2
+    assert cell.state_size == [6, 6, 5, 5, 4, 4, 2]
+    assert hmkeras.HMLSTMCell(8).units == [8, 8, 8]
+    assert hmkeras.HMLSTMCell(8, num_layers=2).units == [8, 8]
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [
+        (dict(units=0), "units"),
+        (dict(units=-3), "units"),
+        (dict(units=[4, 0, 2]), "units"),
+        (dict(units=4, num_layers=1), "num_layers"),
+        (dict(units=[4, 4, 4], num_layers=2), "num_layers"),
+        (dict(units=[4]), "num_layers"),
+        (dict(units=4, boundary_mode="gumbel"), "boundary_mode"),
+        (dict(units=4, slope=0.0), "slope"),
+        (dict(units=4, slope=-1.0), "slope"),
+        (dict(units=4, layer_norm="yes"), "layer_norm"),
+        (dict(units=4, copy_last=1), "copy_last"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        hmkeras.HMLSTMCell(**kwargs)
+
+
+def test_wrong_input_rank_raises():
+    rnn = keras.layers.RNN(hmkeras.HMLSTMCell(4))
+    with pytest.raises(ValueError, match="inputs"):
+        rnn(np.zeros((2, 3, 4, 5), "float32"))
