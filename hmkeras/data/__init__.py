@@ -1,0 +1,67 @@
+"""Data for character-level language modelling.
+
+* `SyntheticHierarchicalCorpus`: embedded text with words / phrases /
+  sentences, ground-truth boundaries and an exact entropy rate (offline).
+* TFDS builders, one per corpus: `PtbChar` ("ptb_char"), `Text8`
+  ("text8"), `Enwik8` ("enwik8"), `Wikitext2Raw` ("wikitext2_raw"); they
+  read local files first and never hang offline. `read_split` returns a
+  prepared split as one stream.
+* `load_char_corpus(name, split, ...)`: one split as str / bytes.
+* `CharVocabulary`: sorted symbol <-> id map that refuses unknown symbols.
+* `TruncatedBPTTBatches` (stateful TBPTT training batches) and
+  `EvaluationChunks` (batch-1 evaluation over the whole text).
+
+Example:
+
+>>> from hmkeras import data
+>>> corpus = data.SyntheticHierarchicalCorpus(seed=0, train_chars=20_000)
+>>> vocab = data.CharVocabulary.from_text(corpus.text("train"))
+>>> batches = data.TruncatedBPTTBatches(
+...     vocab.encode(corpus.text("train")), batch_size=8, seq_len=100)
+>>> batches.num_batches > 20
+True
+"""
+
+from hmkeras.data.char_stream_builder import CharStreamBuilder
+from hmkeras.data.char_stream_builder import FixedSplitConfig
+from hmkeras.data.char_stream_builder import read_split
+from hmkeras.data.corpora import CORPUS_NAMES
+from hmkeras.data.corpora import char_corpus_builder
+from hmkeras.data.corpora import load_char_corpus
+from hmkeras.data.enwik8 import Enwik8
+from hmkeras.data.pipeline import EvaluationChunks
+from hmkeras.data.pipeline import TruncatedBPTTBatches
+from hmkeras.data.ptb_char import PtbChar
+from hmkeras.data.sources import DatasetFilesNotFoundError
+from hmkeras.data.sources import DatasetVerificationError
+from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
+from hmkeras.data.text8 import Text8
+from hmkeras.data.vocabulary import CharVocabulary
+from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_BYTES
+from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_WORDS
+from hmkeras.data.wikitext2_raw import Wikitext2Raw
+from hmkeras.data.wikitext2_raw import Wikitext2RawConfig
+from hmkeras.data.wikitext2_raw import count_words
+
+__all__ = [
+    "CORPUS_NAMES",
+    "CharStreamBuilder",
+    "CharVocabulary",
+    "DatasetFilesNotFoundError",
+    "DatasetVerificationError",
+    "Enwik8",
+    "EvaluationChunks",
+    "FixedSplitConfig",
+    "PtbChar",
+    "SyntheticHierarchicalCorpus",
+    "Text8",
+    "TruncatedBPTTBatches",
+    "WIKITEXT2_TEST_BYTES",
+    "WIKITEXT2_TEST_WORDS",
+    "Wikitext2Raw",
+    "Wikitext2RawConfig",
+    "char_corpus_builder",
+    "count_words",
+    "load_char_corpus",
+    "read_split",
+]

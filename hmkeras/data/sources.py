@@ -1,0 +1,314 @@
+"""Finding, fetching and checking the raw files of the text corpora.
+
+Our machines have no internet, users' machines may. The builders of
+`hmkeras.data` therefore look for the raw files in this order and never wait
+long on a network that is not there:
+
+1. **Local files**, in each search directory (the TFDS manual dir, then the
+   `data_dir`, then `data_dir/downloads`): first the extracted files (e.g.
+   ``text8``, ``simple-examples/data/ptb.char.train.txt``), then the archive
+   as published (e.g. ``text8.zip``, ``simple-examples.tgz``).
+2. **Download**, only if allowed (`allow_download=True` and the environment
+   variable ``HMKERAS_OFFLINE`` unset): a TCP probe of the server with a short
+   timeout (a few seconds) comes first, so an offline machine fails at once
+   instead of hanging on TFDS's download retries; then TFDS's download
+   manager fetches the archive (and records its checksum when
+   ``register_checksums`` is on).
+3. Otherwise `DatasetFilesNotFoundError`, whose message names the files, the
+   directories to put them in and the offline alternative (the embedded
+   `SyntheticHierarchicalCorpus`, ``load_char_corpus("synthetic", ...)``).
+
+Example:
+
+>>> import tempfile
+>>> raw = RawFiles(dataset="demo", url="http://example.invalid/demo.zip",
+...                archive="demo.zip", members={"a": "demo/a.txt"},
+...                extracted={"a": ("a.txt", "demo/a.txt")})
+>>> locate(raw, [tempfile.mkdtemp()]) is None
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import socket
+import tarfile
+import threading
+import urllib.parse
+import zipfile
+from typing import Mapping, Sequence
+
+__all__ = [
+    "RawFiles",
+    "DatasetFilesNotFoundError",
+    "DatasetVerificationError",
+    "OFFLINE_ENV_VAR",
+    "locate",
+    "read_located",
+    "fetch",
+    "network_reachable",
+    "check_size",
+    "check_digest",
+]
+
+OFFLINE_ENV_VAR = "HMKERAS_OFFLINE"
+
+
+class DatasetFilesNotFoundError(FileNotFoundError):
+    """The raw files of a dataset are not on disk and cannot be downloaded."""
+
+
+class DatasetVerificationError(ValueError):
+    """A raw file is present but is not what was published (size, checksum,
+    format)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RawFiles:
+    """Where the raw files of one dataset come from.
+
+    Attributes:
+      dataset: the dataset name, for messages.
+      url: the published archive's URL.
+      archive: the archive's file name as published (e.g. ``text8.zip``).
+      members: ``{key: path inside the archive}``.
+      extracted: ``{key: candidate paths}`` of the extracted files, relative
+        to a search directory, tried in order.
+    """
+
+    dataset: str
+    url: str
+    archive: str
+    members: Mapping[str, str]
+    extracted: Mapping[str, Sequence[str]]
+
+    def describe(self) -> str:
+        """Human-readable list of the accepted file layouts."""
+        names = ", ".join(f"`{paths[0]}`" for paths in self.extracted.values())
+        return f"`{self.archive}` (as downloaded from {self.url}) or the extracted {names}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Located:
+    """Local files found for a dataset: an archive, or extracted files."""
+
+    kind: str  # "archive" or "extracted"
+    archive: str | None = None
+    files: Mapping[str, str] | None = None
+
+    def describe(self) -> str:
+        if self.kind == "archive":
+            return self.archive
+        return ", ".join(sorted(self.files.values()))
+
+
+def _normalise(member: str) -> str:
+    while member.startswith("./"):
+        member = member[2:]
+    return member.lstrip("/")
+
+
+def locate(raw: RawFiles, search_dirs: Sequence) -> Located | None:
+    """Finds the raw files in `search_dirs`, extracted files first."""
+    for directory in search_dirs:
+        directory = os.fspath(directory)
+        if not os.path.isdir(directory):
+            continue
+        found = {}
+        for key, candidates in raw.extracted.items():
+            for rel in candidates:
+                path = os.path.join(directory, rel)
+                if os.path.isfile(path):
+                    found[key] = path
+                    break
+        if len(found) == len(raw.extracted):
+            return Located(kind="extracted", files=found)
+        archive = os.path.join(directory, raw.archive)
+        if os.path.isfile(archive):
+            return Located(kind="archive", archive=archive)
+    return None
+
+
+def _read_archive(raw: RawFiles, path: str) -> dict[str, bytes]:
+    """Reads `raw.members` from a zip or tar archive at `path`."""
+    wanted = {_normalise(m): key for key, m in raw.members.items()}
+    out: dict[str, bytes] = {}
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                for info in archive.infolist():
+                    key = wanted.get(_normalise(info.filename))
+                    if key is not None:
+                        out[key] = archive.read(info)
+        elif tarfile.is_tarfile(path):
+            with tarfile.open(path, mode="r:*") as archive:
+                for info in archive:
+                    key = wanted.get(_normalise(info.name))
+                    if key is not None and info.isfile():
+                        out[key] = archive.extractfile(info).read()
+        else:
+            raise DatasetVerificationError(
+                f"{raw.dataset}: {path} is neither a zip nor a tar archive; "
+                f"expected {raw.archive} as published at {raw.url}."
+            )
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as err:
+        raise DatasetVerificationError(
+            f"{raw.dataset}: cannot read the archive {path} ({err}); it is "
+            f"probably truncated. Delete it and download {raw.url} again."
+        ) from err
+    missing = sorted(raw.members[k] for k in raw.members if k not in out)
+    if missing:
+        raise DatasetVerificationError(
+            f"{raw.dataset}: the archive {path} lacks {missing}; expected "
+            f"{raw.archive} as published at {raw.url}."
+        )
+    return out
+
+
+def read_located(
+    raw: RawFiles, located: Located, archive_size: int | None = None
+) -> dict[str, bytes]:
+    """The bytes of every file of `raw`, from the archive or extracted files.
+
+    `archive_size`, when given, is the published size of the archive, checked
+    before reading it.
+    """
+    if located.kind == "archive":
+        if archive_size is not None:
+            check_size(
+                raw.dataset, located.archive, os.path.getsize(located.archive),
+                archive_size,
+                hint=(
+                    f"Download {raw.url} again, or put the extracted files "
+                    "there instead of a re-packed archive."
+                ),
+            )
+        return _read_archive(raw, located.archive)
+    out = {}
+    for key, path in located.files.items():
+        with open(path, "rb") as f:
+            out[key] = f.read()
+    return out
+
+
+def network_reachable(url: str, timeout: float = 5.0) -> bool:
+    """Whether a TCP connection to `url`'s server opens within `timeout` s.
+
+    Name resolution and connection run in a daemon thread, so the call
+    returns after at most `timeout` seconds even where DNS would hang.
+    """
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    result = []
+
+    def _probe():
+        try:
+            with socket.create_connection((parts.hostname, port), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    thread = threading.Thread(target=_probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(result and result[0])
+
+
+def _offline_env() -> bool:
+    return os.environ.get(OFFLINE_ENV_VAR, "").strip().lower() not in (
+        "", "0", "false", "no",
+    )
+
+
+def _not_found_message(raw: RawFiles, search_dirs, reason: str) -> str:
+    dirs = "\n".join(f"    {os.fspath(d)}" for d in search_dirs)
+    layouts = "\n".join(
+        f"    {paths[0]}" for paths in raw.extracted.values()
+    )
+    return (
+        f"Dataset '{raw.dataset}': raw files not found, and {reason}.\n"
+        f"Put either the archive\n    {raw.archive}\n(download it from "
+        f"{raw.url} on a machine with internet) or the extracted files\n"
+        f"{layouts}\ninto one of these directories (the first is the TFDS "
+        f"manual dir; choose it with load_char_corpus(..., manual_dir=DIR) "
+        f"or tfds.download.DownloadConfig(manual_dir=DIR)):\n{dirs}\n"
+        "No download is needed for the embedded synthetic corpus, which "
+        "works offline: hmkeras.data.load_char_corpus('synthetic', split) or "
+        "hmkeras.data.SyntheticHierarchicalCorpus()."
+    )
+
+
+def fetch(
+    raw: RawFiles,
+    search_dirs: Sequence,
+    dl_manager=None,
+    allow_download: bool = True,
+    probe_timeout: float = 5.0,
+    archive_size: int | None = None,
+) -> tuple[dict[str, bytes], str]:
+    """Returns ``({key: bytes}, origin)`` for `raw`, local files first.
+
+    Args:
+      raw: the dataset's `RawFiles`.
+      search_dirs: directories searched for local files, in order.
+      dl_manager: a `tfds.download.DownloadManager`, used only to download.
+      allow_download: whether a download may be attempted (also disabled by
+        the environment variable ``HMKERAS_OFFLINE=1``).
+      probe_timeout: seconds allowed to the reachability probe.
+      archive_size: published size of the archive in bytes, checked when
+        the archive is read (None: not checked).
+
+    Raises:
+      DatasetFilesNotFoundError: no local files and no download possible.
+      DatasetVerificationError: an archive is unreadable or incomplete.
+    """
+    located = locate(raw, search_dirs)
+    if located is not None:
+        return read_located(raw, located, archive_size), located.describe()
+    if not allow_download or dl_manager is None:
+        reason = "downloading is disabled (allow_download=False)"
+        raise DatasetFilesNotFoundError(_not_found_message(raw, search_dirs, reason))
+    if _offline_env():
+        reason = f"downloading is disabled ({OFFLINE_ENV_VAR} is set)"
+        raise DatasetFilesNotFoundError(_not_found_message(raw, search_dirs, reason))
+    if not network_reachable(raw.url, timeout=probe_timeout):
+        reason = (
+            f"the server of {raw.url} cannot be reached (no connection within "
+            f"{probe_timeout:g} s; this machine seems offline)"
+        )
+        raise DatasetFilesNotFoundError(_not_found_message(raw, search_dirs, reason))
+    try:
+        path = os.fspath(dl_manager.download(raw.url))
+    except Exception as err:  # the download manager raises many kinds
+        reason = f"the download of {raw.url} failed ({type(err).__name__}: {err})"
+        raise DatasetFilesNotFoundError(
+            _not_found_message(raw, search_dirs, reason)
+        ) from err
+    located = Located(kind="archive", archive=path)
+    return read_located(raw, located, archive_size), raw.url
+
+
+def check_size(dataset: str, what: str, size: int, expected: int, hint: str = ""):
+    """Raises `DatasetVerificationError` unless ``size == expected``."""
+    if size != expected:
+        raise DatasetVerificationError(
+            f"{dataset}: {what} has {size:,} bytes, expected {expected:,} "
+            f"(the published size). The file is incomplete or not the "
+            f"published one. {hint}".rstrip()
+        )
+
+
+def check_digest(
+    dataset: str, what: str, data: bytes, algorithm: str, expected: str,
+    hint: str = "",
+):
+    """Raises `DatasetVerificationError` unless the hex digest matches."""
+    digest = hashlib.new(algorithm, data).hexdigest()
+    if digest != expected.lower():
+        raise DatasetVerificationError(
+            f"{dataset}: {what} has {algorithm.upper()} {digest}, expected "
+            f"{expected.lower()} (the published checksum). The file is "
+            f"corrupted or not the published one. {hint}".rstrip()
+        )
