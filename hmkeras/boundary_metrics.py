@@ -1,0 +1,315 @@
+"""Boundary statistics of hierarchical RNNs: z-rates, z-ratio, segmentation F1.
+
+Pure NumPy; works on the boundary values a hierarchical cell emits (the last
+L-1 columns of its per-step output `[h^1 | ... | h^L | z^1 ... z^{L-1}]`,
+DESIGN.md), fetched with `model.predict` or `cell.split_outputs`.
+
+z-rates and z-ratio (Kadar et al. 2018, Section 4.3 and Table 2). "The
+frequencies of z^1_t and z^2_t [...] are reported in Table 2 [...] The ratio of
+z^1_t to z^2_t frequencies is reported in the last column of Table 2." So
+
+    rate(z^l) = mean over time steps of z^l_t
+    z-ratio   = rate(z^1) / rate(z^2)
+
+which matches every row of their Table 2 (e.g. row 4: 0.42 / 0.09 = 4.67;
+row 12: 0.0 / 1.0 = 0.0). Values > 1 mean the lower layer segments more
+finely than the upper one, the expected multiscale behaviour.
+
+Alignment convention for segmentation scores. A boundary at index t means "a
+segment ends at step t": z^1_t = 1 makes the first layer FLUSH at t + 1 and
+hand its summary of steps ..t to the layer above (Chung et al. Eq. 2). Text
+references mark words by their separators ("the cat" -> boundary at the
+space, index 3) by default; `reference_boundaries(..., align=...)` also
+offers the last character of each word ("before") or the first character of
+the next word ("after"; Chung et al. observe z^1 "turned on when it sees a
+space or after it sees a space"). Predicted and reference boundaries are
+matched one-to-one within `tolerance` steps (0: exact positions).
+"""
+
+import collections
+
+import numpy as np
+
+
+BoundaryScores = collections.namedtuple(
+    "BoundaryScores",
+    ["precision", "recall", "f1", "true_positives", "num_predicted",
+     "num_reference"],
+)
+BoundaryScores.__doc__ = """Boundary precision, recall and F1 with their counts.
+
+Fields:
+    precision: `true_positives / num_predicted` (0.0 when nothing predicted).
+    recall: `true_positives / num_reference` (0.0 when no reference
+        boundary).
+    f1: Harmonic mean of precision and recall (0.0 when both are 0).
+    true_positives: Number of predicted boundaries matched to a reference one.
+    num_predicted: Number of predicted boundaries.
+    num_reference: Number of reference boundaries.
+"""
+
+
+def split_hierarchical_outputs(outputs, layer_sizes):
+    """Splits hierarchical cell outputs into hidden states and boundaries.
+
+    NumPy counterpart of `cell.split_outputs` for the layout
+    `[h^1 | ... | h^L | z^1 ... z^{L-1}]` of DESIGN.md.
+
+    Args:
+        outputs: Array of shape `(..., sum(layer_sizes) + L - 1)`.
+        layer_sizes: List of L positive integers, the hidden size of each
+            layer, bottom first (e.g. `cell.units`).
+
+    Returns:
+        `(hiddens, boundaries)`: a list of L arrays `(..., layer_sizes[l])`
+        and one array `(..., L - 1)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> y = np.arange(8.0)  # units [3, 2, 1]: 6 hidden + 2 boundary columns
+    >>> hiddens, z = split_hierarchical_outputs(y, [3, 2, 1])
+    >>> [h.tolist() for h in hiddens], z.tolist()
+    ([[0.0, 1.0, 2.0], [3.0, 4.0], [5.0]], [6.0, 7.0])
+    """
+    sizes = [int(s) for s in layer_sizes]
+    if not sizes or any(s <= 0 for s in sizes):
+        raise ValueError(
+            "`layer_sizes` must be a non-empty list of positive integers. "
+            f"Received: {layer_sizes!r}"
+        )
+    outputs = np.asarray(outputs)
+    expected = sum(sizes) + len(sizes) - 1
+    if outputs.ndim < 1 or outputs.shape[-1] != expected:
+        raise ValueError(
+            f"With layer_sizes={sizes} the last dimension of `outputs` must "
+            f"be sum(layer_sizes)+L-1={expected}. Received shape "
+            f"{outputs.shape}."
+        )
+    offsets = np.cumsum([0] + sizes)
+    hiddens = [outputs[..., offsets[i]:offsets[i + 1]]
+               for i in range(len(sizes))]
+    return hiddens, outputs[..., offsets[-1]:]
+
+
+def z_rates(boundaries, mask=None):
+    """Frequency of boundaries per layer (Kadar et al. Table 2, z^1, z^2).
+
+    Args:
+        boundaries: Array `(T, L-1)` or `(batch, T, L-1)` of boundary values
+            z^l_t (0/1; soft values are averaged as they are).
+        mask: Optional array of the same shape without the last axis; steps
+            where it is 0/False are left out (e.g. padding).
+
+    Returns:
+        Array `(L-1,)`: the mean of z^l over all (valid) steps, per layer.
+
+    Example:
+
+    >>> z = [[1, 0], [1, 1], [0, 0], [1, 0]]
+    >>> z_rates(z).tolist()
+    [0.75, 0.25]
+    """
+    z = np.asarray(boundaries, dtype=np.float64)
+    if z.ndim < 2:
+        raise ValueError(
+            "`boundaries` must have shape (T, L-1) or (batch, T, L-1). "
+            f"Received shape {z.shape}."
+        )
+    flat = z.reshape(-1, z.shape[-1])
+    if mask is None:
+        if flat.shape[0] == 0:
+            raise ValueError("`boundaries` has no time steps.")
+        return flat.mean(axis=0)
+    m = np.asarray(mask)
+    if m.shape != z.shape[:-1]:
+        raise ValueError(
+            f"`mask` must have shape {z.shape[:-1]} (boundaries without the "
+            f"last axis). Received shape {m.shape}."
+        )
+    m = m.reshape(-1).astype(bool)
+    if not m.any():
+        raise ValueError("`mask` leaves no valid time step.")
+    return flat[m].mean(axis=0)
+
+
+def z_ratio(boundaries, mask=None, lower=0, upper=1):
+    """Kadar et al.'s z-ratio: rate(z^{lower+1}) / rate(z^{upper+1}).
+
+    With the defaults this is "the ratio of z^1_t to z^2_t frequencies" of
+    Kadar et al. (2018), Table 2, last column. A value above 1 means the lower
+    layer fires more often than the upper one.
+
+    Args:
+        boundaries: Array `(T, L-1)` or `(batch, T, L-1)`, L-1 >= 2 for the
+            default layers.
+        mask: Optional validity mask, as in `z_rates`.
+        lower: 0-based index of the numerator boundary layer (0 is z^1).
+        upper: 0-based index of the denominator boundary layer (1 is z^2).
+
+    Returns:
+        A Python float. `inf` when the upper rate is 0 and the lower one is
+        not, `nan` when both are 0.
+
+    Example:
+
+    >>> z = [[1, 0], [1, 1], [0, 0], [1, 0]]
+    >>> z_ratio(z)
+    3.0
+    """
+    rates = z_rates(boundaries, mask)
+    for name, index in (("lower", lower), ("upper", upper)):
+        if not 0 <= index < rates.shape[0]:
+            raise ValueError(
+                f"`{name}`={index} is out of range for {rates.shape[0]} "
+                "boundary layer(s)."
+            )
+    num, den = float(rates[lower]), float(rates[upper])
+    if den == 0.0:
+        return float("nan") if num == 0.0 else float("inf")
+    return num / den
+
+
+def reference_boundaries(text, separators=" \t\n", align="separator"):
+    """Reference word boundaries of a text, one 0/1 value per character.
+
+    Use `separators="_"` for the character-level Penn Treebank of Mikolov et
+    al., where `_` marks the word boundaries; `" \\t\\n"` (default) for plain
+    text such as Text8 or enwik8.
+
+    Args:
+        text: A string (or any sequence of single characters).
+        separators: The characters that separate words.
+        align: Where a boundary is placed:
+            `"separator"` (default): at every separator character, so a
+            segment is a word together with the separator that ends it;
+            `"before"`: at the last character of each word that is followed
+            by a separator;
+            `"after"`: at the first character of each word that follows a
+            separator.
+            Text edges do not create boundaries: a word that ends the text
+            without a separator gets none.
+
+    Returns:
+        An int array `(len(text),)` of 0/1.
+
+    Example:
+
+    >>> reference_boundaries("the cat").tolist()
+    [0, 0, 0, 1, 0, 0, 0]
+    >>> reference_boundaries("the cat", align="before").tolist()
+    [0, 0, 1, 0, 0, 0, 0]
+    >>> reference_boundaries("a_b", separators="_", align="after").tolist()
+    [0, 0, 1]
+    """
+    if align not in ("separator", "before", "after"):
+        raise ValueError(
+            "`align` must be 'separator', 'before' or 'after'. "
+            f"Received: {align!r}"
+        )
+    if not separators:
+        raise ValueError("`separators` must name at least one character.")
+    is_sep = np.array([c in separators for c in text], dtype=bool)
+    out = np.zeros(is_sep.shape, dtype=np.int64)
+    if align == "separator":
+        out[is_sep] = 1
+    elif align == "before":
+        # word character followed by a separator
+        out[:-1] = (~is_sep[:-1] & is_sep[1:])
+    else:
+        # word character preceded by a separator
+        out[1:] = (~is_sep[1:] & is_sep[:-1])
+    return out
+
+
+def _binary(name, values, threshold):
+    values = np.asarray(values)
+    if values.ndim not in (1, 2):
+        raise ValueError(
+            f"`{name}` must have shape (T,) or (batch, T). Received shape "
+            f"{values.shape}."
+        )
+    if values.dtype == bool:
+        return values
+    return values.astype(np.float64) > threshold
+
+
+def _match_count(pred_pos, ref_pos, tolerance):
+    """Largest one-to-one matching with |p - r| <= tolerance.
+
+    Both position lists are sorted; taking, for each predicted boundary in
+    order, the earliest still unmatched reference boundary in its window is
+    optimal for intervals of equal width on a line.
+    """
+    if tolerance == 0:
+        return int(np.intersect1d(pred_pos, ref_pos).size)
+    matched, j = 0, 0
+    for p in pred_pos:
+        while j < len(ref_pos) and ref_pos[j] < p - tolerance:
+            j += 1
+        if j < len(ref_pos) and ref_pos[j] <= p + tolerance:
+            matched += 1
+            j += 1
+    return matched
+
+
+def boundary_scores(predicted, reference, tolerance=0, threshold=0.5):
+    """Precision, recall and F1 of predicted boundaries against a reference.
+
+    Both sequences follow the same alignment (see the module docstring): a 1
+    at index t marks a segment ending at step t. Build the reference with
+    `reference_boundaries` using the alignment you compare to; e.g. z^1 of an
+    HM-LSTM reading text against `reference_boundaries(text)`.
+
+    Args:
+        predicted: Array `(T,)` or `(batch, T)` of predicted boundary values,
+            e.g. `z[:, 0]` for the first layer. Values above `threshold` are
+            boundaries (booleans are taken as they are).
+        reference: Array of the same shape, reference boundaries (0/1).
+        tolerance: Non-negative integer. A predicted boundary counts as
+            correct if an unmatched reference boundary lies within
+            `tolerance` steps of it (one-to-one matching, within each row).
+            0 (default) requires the exact position.
+        threshold: Values above it are boundaries. Default: 0.5.
+
+    Returns:
+        A `BoundaryScores` namedtuple `(precision, recall, f1,
+        true_positives, num_predicted, num_reference)`.
+
+    Example:
+
+    >>> ref = reference_boundaries("ab cd ef")   # boundaries at 2 and 5
+    >>> pred = [0, 0, 1, 0, 1, 0, 0, 1]          # 2 hit, 4 and 7 missed
+    >>> s = boundary_scores(pred, ref)
+    >>> round(s.precision, 4), s.recall, s.f1
+    (0.3333, 0.5, 0.4)
+    >>> boundary_scores(pred, ref, tolerance=1).recall
+    1.0
+    """
+    if isinstance(tolerance, bool) or int(tolerance) != tolerance or (
+        tolerance < 0
+    ):
+        raise ValueError(
+            "`tolerance` must be a non-negative integer. "
+            f"Received: {tolerance!r}"
+        )
+    tolerance = int(tolerance)
+    pred = _binary("predicted", predicted, threshold)
+    ref = _binary("reference", reference, threshold)
+    if pred.shape != ref.shape:
+        raise ValueError(
+            "`predicted` and `reference` must have the same shape. Received "
+            f"{pred.shape} and {ref.shape}."
+        )
+    pred, ref = np.atleast_2d(pred), np.atleast_2d(ref)
+    tp = sum(
+        _match_count(np.flatnonzero(p), np.flatnonzero(r), tolerance)
+        for p, r in zip(pred, ref)
+    )
+    n_pred, n_ref = int(pred.sum()), int(ref.sum())
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_ref if n_ref else 0.0
+    f1 = (2 * precision * recall / (precision + recall)
+          if precision + recall > 0 else 0.0)
+    return BoundaryScores(float(precision), float(recall), float(f1), int(tp),
+                          n_pred, n_ref)
