@@ -4,7 +4,6 @@ import keras
 import tensorflow as tf
 
 from hmkeras.hierarchical_cell import HierarchicalCell
-from hmkeras.hierarchical_cell import blend_copy
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -172,22 +171,34 @@ class HMLSTMCell(HierarchicalCell):
         h_previous, c_previous = state
         s = self._preactivation(params, below, z_below, h_previous, above, z_previous)
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
-        gates = tf.sigmoid(s[:, : 3 * units])
-        f, i, o = tf.split(gates, 3, axis=-1)
-        g = tf.tanh(s[:, 3 * units : 4 * units])
-        boundary = s[:, 4 * units :] if z_previous is not None else None
+        # One split (not three slices) keeps the backward pass to one concat.
+        boundary = None
+        if z_previous is None:
+            sfio, sg = tf.split(s, [3 * units, units], axis=-1)
+        else:
+            sfio, sg, boundary = tf.split(s, [3 * units, units, 1], axis=-1)
+        f, i, o = tf.split(tf.sigmoid(sfio), 3, axis=-1)
+        g = tf.tanh(sg)
 
-        # Eq. (2): FLUSH drops f * c_{t-1}; UPDATE keeps it; COPY is blended
-        # in below so that it is exact (Kadar et al. Eq. 10-12).
+        # Eq. (2) in the masked form of Kadar et al. Eq. (10)-(12):
+        #   c = copy * c_{t-1} + (1 - copy) * i * g + update * f * c_{t-1}
+        # FLUSH keeps only i * g; COPY keeps c_{t-1} bit for bit.
+        candidate = i * g
         forgotten = f * c_previous
-        if ops.flush is not None:
-            forgotten = (1.0 - ops.flush) * forgotten
-        c = blend_copy(ops.copy, c_previous, forgotten + i * g)
+        if ops.copy is None:  # bottom layer: FLUSH or UPDATE
+            c = candidate + ops.update * forgotten
+            copy = keep = None
+        else:
+            # Broadcast the copy mask once: its gradient is then one
+            # reduction instead of one per use.
+            copy = tf.broadcast_to(ops.copy, tf.shape(c_previous))
+            keep = 1.0 - copy
+            c = copy * c_previous + keep * candidate + ops.update * forgotten
         c_out = self._normalize(c, params["norm_cell"]) if self.layer_norm else c
         h = o * tf.tanh(c_out)  # Eq. (3)
         is_top = z_previous is None
-        if not (is_top and self.copy_last):
-            h = blend_copy(ops.copy, h_previous, h)  # Eq. (3), COPY
+        if copy is not None and not (is_top and self.copy_last):
+            h = copy * h_previous + keep * h  # Eq. (3), COPY
         return [h, c], boundary
 
     def get_config(self):

@@ -90,10 +90,10 @@ def hmlstm(
                     s = s + zp * td[b]
                 f, i, o = sigmoid(s[:u]), sigmoid(s[u:2 * u]), sigmoid(s[2 * u:3 * u])
                 g = np.tanh(s[3 * u:4 * u])
-                if mode == "soft":
-                    flush = zp
+                if mode == "soft":  # Kadar Eq. (12) with c_m, u_m masks
                     copy = (1 - zp) * (1 - z_below[b])
-                    cl[b] = copy * c[l][b] + (1 - copy) * ((1 - flush) * f * c[l][b] + i * g)
+                    update = (1 - zp) * z_below[b]
+                    cl[b] = copy * c[l][b] + (1 - copy) * i * g + update * f * c[l][b]
                     op = None
                 else:
                     op = operation(zp, z_below[b])
