@@ -1,7 +1,7 @@
 """hmkeras: Keras 3 recurrent cells that learn structure.
 
 Hierarchical multiscale LSTM (Chung et al. 2017) and its Elman variant
-(Kadar et al. 2018) with straight-through boundary detectors and slope
+(Kadar et al. 2018) and the multiplicative LSTM (Krause et al. 2017), with straight-through boundary detectors and slope
 annealing, the output modules of both papers, and the data, metrics and
 plots of character-level language modelling.
 """
@@ -11,6 +11,8 @@ from hmkeras.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.hierarchical_cell import HierarchicalCell
 from hmkeras.hm_lstm_cell import HMLSTMCell
 from hmkeras.hm_rnn_cell import HMRNNCell
+from hmkeras.multiplicative_lstm_cell import MLSTMCell
+from hmkeras.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.simple_output_embedding import SimpleOutputEmbedding
 from hmkeras.slope_annealing import SlopeAnnealing
 

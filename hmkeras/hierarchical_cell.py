@@ -43,6 +43,7 @@ import keras
 import tensorflow as tf
 
 from hmkeras import straight_through
+from hmkeras.variational_dropout import VariationalDropoutMixin
 
 BOUNDARY_MODES = ("step", "sample", "soft")
 
@@ -140,7 +141,7 @@ def resolve_layer_sizes(units, num_layers):
     return sizes
 
 
-class HierarchicalCell(keras.layers.Layer):
+class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     """Base class of the hierarchical multiscale RNN cells.
 
     Not used directly: see `HMLSTMCell` and `HMRNNCell`, whose docstrings
@@ -169,11 +170,18 @@ class HierarchicalCell(keras.layers.Layer):
         kernel_regularizer=None,
         recurrent_regularizer=None,
         bias_regularizer=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
         seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.units = resolve_layer_sizes(units, num_layers)
+        # Variational dropout (one mask per sequence), shared machinery: the
+        # input mask drops x_t, the recurrent masks drop h^l_{t-1} where it
+        # enters a product (recurrent and top-down), as in Keras' LSTMCell;
+        # the carried state itself is not dropped, so COPY stays exact.
+        self.init_variational_dropout(dropout, recurrent_dropout, seed)
         self.num_layers = len(self.units)
         if boundary_mode not in BOUNDARY_MODES:
             raise ValueError(
@@ -204,8 +212,6 @@ class HierarchicalCell(keras.layers.Layer):
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
         self.state_size = []
         for size in self.units:
             self.state_size.extend([size] * (1 + self._extra_states_per_layer))
@@ -288,7 +294,7 @@ class HierarchicalCell(keras.layers.Layer):
     def _build_layer(self, index, input_size, units, above_units):
         raise NotImplementedError
 
-    def _layer_step(self, index, below, z_below, state, above, z_previous, ops):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops):
         """One layer at one step.
 
         Args:
@@ -296,7 +302,10 @@ class HierarchicalCell(keras.layers.Layer):
             below: `h_t^{l-1}` (the input for the bottom layer).
             z_below: `z_t^{l-1}`, `(batch, 1)`, or `None` at the bottom.
             state: this layer's previous state list, `h_{t-1}^l` first.
-            above: `h_{t-1}^{l+1}`, or `None` for the top layer.
+            recurrent: `h_{t-1}^l` as it enters the recurrent product (with
+                its recurrent-dropout mask applied when training).
+            above: `h_{t-1}^{l+1}` as it enters the top-down product, or
+                `None` for the top layer.
             z_previous: `z_{t-1}^l`, or `None` for the top layer.
             ops: the layer's `LayerOperations`.
 
@@ -327,20 +336,26 @@ class HierarchicalCell(keras.layers.Layer):
 
     def call(self, inputs, states, training=False):
         per_layer = 1 + self._extra_states_per_layer
-        z_previous_all = states[-1]
-        z_previous = tf.split(z_previous_all, self.num_layers - 1, axis=-1)
+        z_previous = tf.split(states[-1], self.num_layers - 1, axis=-1)
         slope = tf.convert_to_tensor(self.slope)
+        input_mask = self.input_dropout_mask(inputs, training)
+        if input_mask is not None:
+            inputs = inputs * input_mask
+        recurrent_masks = self.recurrent_dropout_mask(inputs, training)
+        previous_h = [states[index * per_layer] for index in range(self.num_layers)]
+        if recurrent_masks is not None:
+            previous_h = [h * mask for h, mask in zip(previous_h, recurrent_masks)]
 
         below, z_below = inputs, None
         new_states, hiddens, boundaries = [], [], []
         for index in range(self.num_layers):
             is_top = index == self.num_layers - 1
             state = list(states[index * per_layer : (index + 1) * per_layer])
-            above = None if is_top else states[(index + 1) * per_layer]
+            above = None if is_top else previous_h[index + 1]
             z_prev = None if is_top else z_previous[index]
             ops = layer_operations(z_prev, z_below)
             state, preactivation = self._layer_step(
-                index, below, z_below, state, above, z_prev, ops
+                index, below, z_below, state, previous_h[index], above, z_prev, ops
             )
             new_states.extend(state)
             hiddens.append(state[0])
@@ -406,7 +421,7 @@ class HierarchicalCell(keras.layers.Layer):
                 self.recurrent_regularizer
             ),
             "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
-            "seed": self.seed,
+            **self.variational_dropout_config(),
         }
         base = super().get_config()
         return {**base, **config}

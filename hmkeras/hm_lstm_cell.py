@@ -64,12 +64,19 @@ class HMLSTMCell(HierarchicalCell):
         bias_initializer: For the biases.
         kernel_regularizer, recurrent_regularizer, bias_regularizer:
             Regularizers of `W`, of `U` and `V`, and of `b`.
-        seed: Seed of the Bernoulli boundary samples (`"sample"` mode).
+        dropout: Variational dropout rate of the input `x_t` (one mask per
+            sequence, Gal & Ghahramani 2016), in [0, 1).
+        recurrent_dropout: Variational dropout rate of `h^l_{t-1}` where it
+            enters the recurrent and top-down products, in [0, 1). The
+            carried state is not dropped, so COPY stays exact.
+        seed: Seed of the dropout masks and of the Bernoulli boundary
+            samples (`"sample"` mode).
 
     Call arguments:
         inputs: A `(batch, features)` tensor, one step.
         states: The state list above.
-        training: Whether boundaries are sampled (`"sample"` mode).
+        training: Whether boundaries are sampled (`"sample"` mode) and
+            dropout is applied.
 
     Example:
 
@@ -146,10 +153,10 @@ class HMLSTMCell(HierarchicalCell):
             params["norm_cell"] = self._add_layer_norm(f"norm_cell_{n}", units)
         self._layer_params.append(params)
 
-    def _preactivation(self, params, below, z_below, h_previous, above, z_previous):
+    def _preactivation(self, params, below, z_below, recurrent, above, z_previous):
         """`s` of Chung et al. Eq. (4)-(7)."""
         bottom_up = tf.matmul(below, params["kernel"])  # Eq. (7)
-        recurrent = tf.matmul(h_previous, params["recurrent_kernel"])  # Eq. (5)
+        recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # Eq. (5)
         top_down = None
         if "top_down_kernel" in params:
             top_down = tf.matmul(above, params["top_down_kernel"])  # Eq. (6)
@@ -165,11 +172,11 @@ class HMLSTMCell(HierarchicalCell):
             s = s + z_previous * top_down  # Eq. (6): gated by z^l_{t-1}
         return s
 
-    def _layer_step(self, index, below, z_below, state, above, z_previous, ops):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops):
         params = self._layer_params[index]
         units = self.units[index]
         h_previous, c_previous = state
-        s = self._preactivation(params, below, z_below, h_previous, above, z_previous)
+        s = self._preactivation(params, below, z_below, recurrent, above, z_previous)
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
         # One split (not three slices) keeps the backward pass to one concat.
         boundary = None

@@ -46,12 +46,14 @@ class HMRNNCell(HierarchicalCell):
             `False` a FLUSH uses `tanh(W h^{l-1}_t + b)` alone.
         kernel_initializer, recurrent_initializer, boundary_initializer,
         bias_initializer, kernel_regularizer, recurrent_regularizer,
-        bias_regularizer, seed: As in `HMLSTMCell`.
+        bias_regularizer, dropout, recurrent_dropout, seed: As in
+        `HMLSTMCell`.
 
     Call arguments:
         inputs: A `(batch, features)` tensor, one step.
         states: The state list above.
-        training: Whether boundaries are sampled (`"sample"` mode).
+        training: Whether boundaries are sampled (`"sample"` mode) and
+            dropout is applied.
 
     Example:
 
@@ -97,12 +99,12 @@ class HMRNNCell(HierarchicalCell):
                 params[f"norm_{name}"] = self._add_layer_norm(f"norm_{name}_{n}", columns)
         self._layer_params.append(params)
 
-    def _layer_step(self, index, below, z_below, state, above, z_previous, ops):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops):
         params = self._layer_params[index]
         units = self.units[index]
         (h_previous,) = state
         bottom_up = tf.matmul(below, params["kernel"])  # W h^{l-1}_t
-        recurrent = tf.matmul(h_previous, params["recurrent_kernel"])  # U h^l_{t-1}
+        recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # U h^l_{t-1}
         top_down = None
         if "top_down_kernel" in params:
             top_down = tf.matmul(above, params["top_down_kernel"])  # V h^{l+1}_{t-1}

@@ -170,14 +170,17 @@ def test_copy_is_exact_and_top_changes_only_on_boundary(copy_last):
 
 
 def test_flush_does_not_depend_on_previous_cell_state():
-    cell = make_cell()
+    # z^1_t = 1 everywhere (a large detector bias), so a middle-layer row
+    # that does not FLUSH UPDATEs and must see c_{t-1}.
+    cell = make_cell(z_bias=50.0)
     rng = np.random.default_rng(5)
     states = [tf.constant(rng.normal(size=(B, s))) for s in cell.state_size]
     z = np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
     states[-1] = tf.constant(z)
     x = tf.constant(rng.normal(size=(B, FEATURES)))
     out_a, _ = cell(x, states)
-    hiddens_a, _ = cell.split_outputs(out_a)
+    hiddens_a, z_now = cell.split_outputs(out_a)
+    z_below = np.concatenate([np.ones((B, 1)), np.asarray(z_now)], axis=1)
     for index in range(len(UNITS) - 1):
         # Perturb c_{t-1} of this layer only: a FLUSHing row must not see it.
         perturbed = list(states)
@@ -188,8 +191,10 @@ def test_flush_does_not_depend_on_previous_cell_state():
         np.testing.assert_array_equal(
             np.asarray(hiddens_a[index])[flushed], np.asarray(hiddens_b[index])[flushed]
         )
+        updated = ~flushed & (z_below[:, index] == 1.0)
+        assert updated.any()
         assert not np.allclose(
-            np.asarray(hiddens_a[index])[~flushed], np.asarray(hiddens_b[index])[~flushed]
+            np.asarray(hiddens_a[index])[updated], np.asarray(hiddens_b[index])[updated]
         )
 
 
