@@ -153,8 +153,15 @@ class HMLSTMCell(HierarchicalCell):
             params["norm_cell"] = self._add_layer_norm(f"norm_cell_{n}", units)
         self._layer_params.append(params)
 
-    def _preactivation(self, params, below, z_below, recurrent, above, z_previous):
+    def _preactivation(self, params, below, z_below, recurrent, above, z_previous, stacked_kernel):
         """`s` of Chung et al. Eq. (4)-(7)."""
+        if stacked_kernel is not None:
+            # The three products as one: the binary gates z multiply the
+            # inputs, [z^{l-1}_t h^{l-1}_t, h^l_{t-1}, z^l_{t-1} h^{l+1}_{t-1}].
+            pieces = [below if z_below is None else z_below * below, recurrent]  # Eq. (7), (5)
+            if above is not None and self.top_down:
+                pieces.append(z_previous * above)  # Eq. (6)
+            return tf.matmul(tf.concat(pieces, axis=-1), stacked_kernel) + params["bias"]
         bottom_up = tf.matmul(below, params["kernel"])  # Eq. (7)
         recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # Eq. (5)
         top_down = None
@@ -172,11 +179,13 @@ class HMLSTMCell(HierarchicalCell):
             s = s + z_previous * top_down  # Eq. (6): gated by z^l_{t-1}
         return s
 
-    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, stacked_kernel):
         params = self._layer_params[index]
         units = self.units[index]
         h_previous, c_previous = state
-        s = self._preactivation(params, below, z_below, recurrent, above, z_previous)
+        s = self._preactivation(
+            params, below, z_below, recurrent, above, z_previous, stacked_kernel
+        )
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
         # One split (not three slices) keeps the backward pass to one concat.
         boundary = None
