@@ -25,13 +25,11 @@ import numpy as np
 import keras
 from keras import ops
 
-from hmkeras.simple_output_embedding import _check_layer_sizes
-from hmkeras.simple_output_embedding import _check_units
-from hmkeras.simple_output_embedding import _resolve_layer_sizes
+from hmkeras.output_embedding import OutputEmbedding
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
-class GatedOutputEmbedding(keras.layers.Layer):
+class GatedOutputEmbedding(OutputEmbedding):
     """Gated output embedding of a multi-layer RNN - Chung et al. 2017.
 
     For hidden states `h^1..h^L` (bottom first) of a hierarchical or stacked
@@ -116,75 +114,50 @@ class GatedOutputEmbedding(keras.layers.Layer):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        self.units = _check_units(units)
-        self.layer_sizes = _check_layer_sizes(layer_sizes)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        super().__init__(
+            units,
+            layer_sizes=layer_sizes,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+            **kwargs,
+        )
         self.gate_initializer = keras.initializers.get(gate_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
         self.gate_bias_initializer = keras.initializers.get(
             gate_bias_initializer
         )
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.gate_regularizer = keras.regularizers.get(gate_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
         self.gate_constraint = keras.constraints.get(gate_constraint)
-        self.bias_constraint = keras.constraints.get(bias_constraint)
-        self.supports_masking = True
-        self._sizes = None
 
-    def build(self, input_shape):
-        self._sizes = _resolve_layer_sizes(
-            self.layer_sizes, input_shape[-1], type(self).__name__
-        )
-        hidden_dim = sum(self._sizes)
+    def _build_weights(self):
         num_layers = len(self._sizes)
         # Column l of the gate kernel is w^l (Eq. 11).
         self.gate_kernel = self.add_weight(
             name="gate_kernel",
-            shape=(hidden_dim, num_layers),
+            shape=(sum(self._sizes), num_layers),
             initializer=self.gate_initializer,
             regularizer=self.gate_regularizer,
             constraint=self.gate_constraint,
         )
         # Rows [offset_l, offset_l + size_l) of the kernel are W^e_l (Eq. 12).
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(hidden_dim, self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
+        self._add_kernel()
+        # Weight order gate_kernel, kernel, gate_bias, bias: saved models
+        # restore weights by position.
+        self.gate_bias = self._maybe_add_bias(
+            "gate_bias", num_layers, self.gate_bias_initializer
         )
-        if self.use_bias:
-            self.gate_bias = self.add_weight(
-                name="gate_bias",
-                shape=(num_layers,),
-                initializer=self.gate_bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(self.units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-        else:
-            self.gate_bias = None
-            self.bias = None
+        self.bias = self._maybe_add_bias(
+            "bias", self.units, self.bias_initializer
+        )
         # Layer index of every hidden column, to spread g^l over h^l.
         self._column_layer = np.repeat(
             np.arange(num_layers, dtype="int32"), self._sizes
         )
-
-    def _hidden(self, inputs):
-        _resolve_layer_sizes(
-            self.layer_sizes, inputs.shape[-1], type(self).__name__
-        )
-        return inputs[..., : sum(self._sizes)]  # drop z^1..z^{L-1} columns
 
     def _gates(self, hidden):
         # Explicit casts: `compute_gates` runs outside `__call__`'s autocast.
@@ -200,9 +173,7 @@ class GatedOutputEmbedding(keras.layers.Layer):
         # g^l repeated over the size_l columns of h^l: [g^1 h^1; ...; g^L h^L].
         column_gates = ops.take(gates, self._column_layer, axis=-1)
         # sum_l g^l W^e_l h^l as a single product (see module docstring).
-        x = ops.matmul(ops.multiply(column_gates, hidden), self.kernel)
-        if self.bias is not None:
-            x = ops.add(x, self.bias)
+        x = self._project(ops.multiply(column_gates, hidden))
         return ops.relu(x)  # Chung et al. Eq. (12)
 
     def compute_gates(self, inputs):
@@ -216,48 +187,14 @@ class GatedOutputEmbedding(keras.layers.Layer):
             self.build(inputs.shape)
         return self._gates(self._hidden(inputs))
 
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[:-1]) + (self.units,)
-
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "units": self.units,
-                "layer_sizes": (
-                    None if self.layer_sizes is None else list(self.layer_sizes)
-                ),
-                "use_bias": self.use_bias,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "gate_initializer": keras.initializers.serialize(
-                    self.gate_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "gate_bias_initializer": keras.initializers.serialize(
-                    self.gate_bias_initializer
-                ),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
-                "gate_regularizer": keras.regularizers.serialize(
-                    self.gate_regularizer
-                ),
-                "bias_regularizer": keras.regularizers.serialize(
-                    self.bias_regularizer
-                ),
-                "kernel_constraint": keras.constraints.serialize(
-                    self.kernel_constraint
-                ),
-                "gate_constraint": keras.constraints.serialize(
-                    self.gate_constraint
-                ),
-                "bias_constraint": keras.constraints.serialize(
-                    self.bias_constraint
-                ),
-            }
+            self._serialized(
+                "gate_initializer",
+                "gate_bias_initializer",
+                "gate_regularizer",
+                "gate_constraint",
+            )
         )
         return config

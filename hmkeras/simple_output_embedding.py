@@ -9,79 +9,16 @@ of the concatenated hidden states of all layers,
 
 It improved PTB from 1.27 to 1.25 bpc for the HM-LSTM (Table 2, row 9) and
 from 1.32 to 1.26 bpc for a 3-layer LSTM (row 11).
-
-This module also holds the small helpers both output embeddings share to
-read the per-step output layout of the hierarchical cells (DESIGN.md):
-`[h^1 | ... | h^L | z^1 ... z^{L-1}]`, width `sum(units) + L - 1`.
 """
 
 import keras
 from keras import ops
 
-
-def _check_layer_sizes(layer_sizes):
-    """Validates the `layer_sizes` argument; returns a tuple of ints or None."""
-    if layer_sizes is None:
-        return None
-    if isinstance(layer_sizes, (int, float, str, bytes)):
-        raise ValueError(
-            "Argument `layer_sizes` must be a list of positive integers "
-            f"(one per layer, e.g. `cell.units`). Received: {layer_sizes!r}"
-        )
-    sizes = tuple(layer_sizes)
-    if not sizes:
-        raise ValueError(
-            "Argument `layer_sizes` must be a non-empty list of positive "
-            f"integers. Received: {layer_sizes!r}"
-        )
-    for size in sizes:
-        if isinstance(size, bool) or int(size) != size or size <= 0:
-            raise ValueError(
-                "Argument `layer_sizes` must contain positive integers only. "
-                f"Received: {layer_sizes!r}"
-            )
-    return tuple(int(s) for s in sizes)
-
-
-def _check_units(units):
-    if isinstance(units, bool) or int(units) != units or units <= 0:
-        raise ValueError(
-            f"Argument `units` must be a positive integer. Received: {units!r}"
-        )
-    return int(units)
-
-
-def _resolve_layer_sizes(layer_sizes, input_dim, layer_name):
-    """Per-layer sizes for an input of width `input_dim`.
-
-    With `layer_sizes=None` the whole input is one hidden state (L = 1).
-    Otherwise the width must be `sum(layer_sizes)` (concatenated hidden
-    states) or `sum(layer_sizes) + L - 1` (hierarchical cell output whose
-    trailing boundary columns are ignored).
-    """
-    if input_dim is None:
-        raise ValueError(
-            f"{layer_name}: the last dimension of the inputs must be known. "
-            "Received an input with unknown last dimension."
-        )
-    input_dim = int(input_dim)
-    if layer_sizes is None:
-        return (input_dim,)
-    hidden = sum(layer_sizes)
-    with_boundaries = hidden + len(layer_sizes) - 1
-    if input_dim not in (hidden, with_boundaries):
-        raise ValueError(
-            f"{layer_name}: with layer_sizes={list(layer_sizes)} the last "
-            f"dimension of the inputs must be sum(layer_sizes)={hidden} "
-            "(concatenated hidden states) or "
-            f"sum(layer_sizes)+L-1={with_boundaries} (hierarchical cell output "
-            f"[h^1..h^L | z^1..z^(L-1)]). Received last dimension {input_dim}."
-        )
-    return tuple(layer_sizes)
+from hmkeras.output_embedding import OutputEmbedding
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
-class SimpleOutputEmbedding(keras.layers.Layer):
+class SimpleOutputEmbedding(OutputEmbedding):
     """Output embedding over the concatenated hidden states (Kadar "SimplerOut").
 
     Computes `h^e = ReLU(W^e [h^1; ...; h^L] (+ b))` at every position: a
@@ -139,97 +76,7 @@ class SimpleOutputEmbedding(keras.layers.Layer):
     (4, 10, 16)
     """
 
-    def __init__(
-        self,
-        units,
-        layer_sizes=None,
-        use_bias=False,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        kernel_regularizer=None,
-        bias_regularizer=None,
-        activity_regularizer=None,
-        kernel_constraint=None,
-        bias_constraint=None,
-        **kwargs,
-    ):
-        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        self.units = _check_units(units)
-        self.layer_sizes = _check_layer_sizes(layer_sizes)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
-        self.bias_constraint = keras.constraints.get(bias_constraint)
-        self.supports_masking = True
-        self._hidden_dim = None
-
-    def build(self, input_shape):
-        sizes = _resolve_layer_sizes(
-            self.layer_sizes, input_shape[-1], type(self).__name__
-        )
-        self._hidden_dim = sum(sizes)
-        # Kadar et al. Sec. 3.2: W^e acts on [h^1; ...; h^L].
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(self._hidden_dim, self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(self.units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-        else:
-            self.bias = None
-
     def call(self, inputs):
-        _resolve_layer_sizes(
-            self.layer_sizes, inputs.shape[-1], type(self).__name__
-        )
-        hidden = inputs[..., : self._hidden_dim]  # drop z^1..z^{L-1} columns
-        x = ops.matmul(hidden, self.kernel)  # W^e [h^1; ...; h^L]
-        if self.bias is not None:
-            x = ops.add(x, self.bias)
-        return ops.relu(x)  # Kadar et al. Sec. 3.2, SimplerOut
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[:-1]) + (self.units,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "layer_sizes": (
-                    None if self.layer_sizes is None else list(self.layer_sizes)
-                ),
-                "use_bias": self.use_bias,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
-                "bias_regularizer": keras.regularizers.serialize(
-                    self.bias_regularizer
-                ),
-                "kernel_constraint": keras.constraints.serialize(
-                    self.kernel_constraint
-                ),
-                "bias_constraint": keras.constraints.serialize(
-                    self.bias_constraint
-                ),
-            }
-        )
-        return config
+        hidden = self._hidden(inputs)  # [h^1; ...; h^L]
+        # Kadar et al. Sec. 3.2, SimplerOut: ReLU(W^e [h^1; ...; h^L] (+ b))
+        return ops.relu(self._project(hidden))

@@ -274,14 +274,37 @@ def test_unreachable_server_fails_fast(tmp_path, monkeypatch):
 
 def test_network_probe_has_a_hard_timeout(monkeypatch):
     import socket
+    import threading
 
     monkeypatch.undo()  # the real probe, with a connect that hangs
+    release = threading.Event()
+
     def _hang(*args, **kwargs):
-        time.sleep(30)
+        # Hangs like a connect on a dead network until the test is done,
+        # then fails as a real connect would.
+        release.wait(30)
+        raise TimeoutError("timed out")
+
     monkeypatch.setattr(socket, "create_connection", _hang)
     start = time.monotonic()
-    assert sources.network_reachable("http://example.invalid/x.zip", timeout=0.5) is False
-    assert time.monotonic() - start < 2
+    try:
+        assert sources.network_reachable(
+            "http://example.invalid/x.zip", timeout=0.5) is False
+        assert time.monotonic() - start < 2
+    finally:
+        release.set()
+    # The probe thread was still hanging; released, it ends: none is left.
+    for thread in threading.enumerate():
+        if thread.name == sources.PROBE_THREAD_NAME:
+            thread.join(5)
+            assert not thread.is_alive()
+
+
+def test_network_probe_unencodable_host_is_unreachable(monkeypatch):
+    monkeypatch.undo()  # the real probe; it fails before any network access:
+    # a DNS label over 63 characters makes the IDNA codec raise UnicodeError.
+    url = "http://" + "a" * 64 + ".invalid/x.zip"
+    assert sources.network_reachable(url, timeout=0.5) is False
 
 
 def test_load_char_corpus_validates_arguments():
@@ -292,3 +315,14 @@ def test_load_char_corpus_validates_arguments():
         data.load_char_corpus("synthetic", "valid")
     text = data.load_char_corpus("synthetic", "validation", seed=2)
     assert text == data.SyntheticHierarchicalCorpus(seed=2).text("validation")
+
+
+@pytest.mark.parametrize("builder_cls", [data.PtbChar, data.Text8, data.Enwik8,
+                                         data.Wikitext2Raw])
+def test_manual_download_instructions_name_the_raw_files(builder_cls):
+    raw = builder_cls.RAW_FILES
+    text = builder_cls.MANUAL_DOWNLOAD_INSTRUCTIONS
+    assert raw.archive in text and raw.url in text
+    assert raw.url.endswith("/" + raw.archive)
+    for key, member in raw.members.items():
+        assert raw.extracted[key][0] == member and member in text

@@ -10,9 +10,11 @@ symbols, and for WikiText-2 the number of words) are saved in
 ``info.metadata``.
 
 Subclasses (one module per dataset: `ptb_char`, `text8`, `enwik8`,
-`wikitext2_raw`) declare their `RAW_FILES` (`hmkeras.data.sources.RawFiles`)
-and implement `_prepare_streams(files)`, which checks the raw bytes and
-returns ``{split: stream bytes}`` plus metadata. Finding the files (manual
+`wikitext2_raw`) declare their `RAW_FILES` (`hmkeras.data.sources.RawFiles`),
+from which their `MANUAL_DOWNLOAD_INSTRUCTIONS` follow, and implement
+`_prepare_streams(files)`, which checks the raw bytes and returns
+``{split: stream bytes}`` plus metadata; `FixedSplitBuilder` does so for a
+single file cut at fixed sizes (text8, enwik8). Finding the files (manual
 dir / data_dir first, then a download guarded by a fast reachability probe)
 is shared, see `hmkeras.data.sources`.
 
@@ -41,7 +43,7 @@ import tensorflow_datasets as tfds
 from hmkeras.data import sources
 
 __all__ = [
-    "CharStreamBuilder", "FixedSplitConfig", "read_split",
+    "CharStreamBuilder", "FixedSplitBuilder", "FixedSplitConfig", "read_split",
     "manual_download_instructions", "SPLIT_NAMES",
 ]
 
@@ -126,6 +128,16 @@ class CharStreamBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True)
     HOMEPAGE = ""
     CITATION = ""
 
+    def __init_subclass__(cls, **kwargs):
+        # Every builder's manual-download text derives from its RAW_FILES.
+        if cls.RAW_FILES is not None and (
+            "MANUAL_DOWNLOAD_INSTRUCTIONS" not in vars(cls)
+        ):
+            cls.MANUAL_DOWNLOAD_INSTRUCTIONS = manual_download_instructions(
+                cls.RAW_FILES
+            )
+        super().__init_subclass__(**kwargs)
+
     def __init__(self, *, allow_download: bool = True,
                  probe_timeout: float = 5.0, **kwargs):
         if not isinstance(allow_download, bool):
@@ -198,6 +210,41 @@ class CharStreamBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True)
         size = self.CHUNK_SIZE
         for index, start in enumerate(range(0, len(stream), size)):
             yield index, {"index": index, "chunk": stream[start : start + size]}
+
+
+class FixedSplitBuilder(CharStreamBuilder, skip_registration=True):
+    """Base class of a corpus that is one file cut at fixed sizes.
+
+    text8 and enwik8: `RAW_FILES` names a single file, the
+    `BUILDER_CONFIGS` are `FixedSplitConfig`s. `_prepare_streams` checks the
+    file's size and, when the config has one, its checksum (algorithm
+    `CHECKSUM_ALGORITHM`), then calls `_check_symbols(data)`, which
+    subclasses implement, and splits the file with `FixedSplitConfig.split`.
+    """
+
+    CHECKSUM_ALGORITHM = "sha256"
+
+    def _prepare_streams(self, files):
+        config = self.builder_config
+        (key,) = self.RAW_FILES.members
+        data = files[key]
+        what = f"the file {key}"
+        sources.check_size(self.name, what, len(data), config.total_size)
+        if config.checksum:
+            sources.check_digest(
+                self.name, what, data, self.CHECKSUM_ALGORITHM, config.checksum
+            )
+        return config.split(data), self._check_symbols(data)
+
+    def _check_symbols(self, data: bytes) -> dict:
+        """Checks the symbols of the file; returns extra metadata."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _byte_values(data: bytes) -> list:
+        """The distinct byte values in `data`, ascending."""
+        counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
+        return np.flatnonzero(counts).tolist()
 
 
 def read_split(builder: CharStreamBuilder, split: str) -> bytes:

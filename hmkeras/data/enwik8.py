@@ -23,8 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import numpy as np
-
 from hmkeras.data import char_stream_builder
 from hmkeras.data import sources
 
@@ -34,30 +32,21 @@ ENWIK8_SIZE = 100_000_000
 ENWIK8_SHA1 = "57b8363b814821dc9d47aa4d41f58733519076b2"
 ENWIK8_NUM_SYMBOLS = 205
 
-_RAW = sources.RawFiles(
-    dataset="enwik8",
-    url="http://mattmahoney.net/dc/enwik8.zip",
-    archive="enwik8.zip",
-    members={"enwik8": "enwik8"},
-    extracted={"enwik8": ("enwik8",)},
-)
 
-
-class Enwik8(char_stream_builder.CharStreamBuilder):
+class Enwik8(char_stream_builder.FixedSplitBuilder):
     """enwik8: 100M bytes of Wikipedia XML; 90M / 5M / 5M split."""
 
     name = "enwik8"
-    RAW_FILES = _RAW
+    RAW_FILES = sources.RawFiles.from_archive(
+        "enwik8", "http://mattmahoney.net/dc/enwik8.zip", {"enwik8": "enwik8"}
+    )
     SYMBOLS = "bytes"
     CHECKSUM_ALGORITHM = "sha1"
-    MANUAL_DOWNLOAD_INSTRUCTIONS = char_stream_builder.manual_download_instructions(_RAW)
     BUILDER_CONFIGS = [
         char_stream_builder.FixedSplitConfig(
             name="full",
             description="The published enwik8, split 90M / 5M / 5M bytes.",
-            total_size=ENWIK8_SIZE,
-            valid_size=5_000_000,
-            test_size=5_000_000,
+            total_size=ENWIK8_SIZE,  # valid_size, test_size: 5M (defaults)
             checksum=ENWIK8_SHA1,
             num_distinct_bytes=ENWIK8_NUM_SYMBOLS,
         )
@@ -74,17 +63,9 @@ class Enwik8(char_stream_builder.CharStreamBuilder):
   howpublished = {\\url{http://prize.hutter1.net/}}
 }"""
 
-    def _prepare_streams(self, files):
+    def _check_symbols(self, data):
         config = self.builder_config
-        data = files["enwik8"]
-        sources.check_size("enwik8", "the file enwik8", len(data), config.total_size)
-        if config.checksum:
-            sources.check_digest(
-                "enwik8", "the file enwik8", data, self.CHECKSUM_ALGORITHM,
-                config.checksum,
-            )
-        distinct = int(np.count_nonzero(np.bincount(
-            np.frombuffer(data, dtype=np.uint8), minlength=256)))
+        distinct = len(self._byte_values(data))
         if config.num_distinct_bytes is not None and (
             distinct != config.num_distinct_bytes
         ):
@@ -92,4 +73,4 @@ class Enwik8(char_stream_builder.CharStreamBuilder):
                 f"enwik8: the file enwik8 has {distinct} distinct byte values, "
                 f"expected {config.num_distinct_bytes}; it is not enwik8."
             )
-        return config.split(data), {"num_distinct_bytes": distinct}
+        return {"num_distinct_bytes": distinct}

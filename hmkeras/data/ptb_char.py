@@ -46,15 +46,12 @@ _FILES = {
     "test": "ptb.char.test.txt",
 }
 
-_RAW = sources.RawFiles(
-    dataset="ptb_char",
-    url="http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz",
-    archive="simple-examples.tgz",
-    members={k: f"simple-examples/data/{f}" for k, f in _FILES.items()},
-    extracted={
-        k: (f"simple-examples/data/{f}", f"data/{f}", f)
-        for k, f in _FILES.items()
-    },
+_RAW = sources.RawFiles.from_archive(
+    "ptb_char",
+    "http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz",
+    _FILES,
+    folder="simple-examples/data",
+    other_folders=("data",),
 )
 
 
@@ -111,7 +108,6 @@ class PtbChar(char_stream_builder.CharStreamBuilder):
     name = "ptb_char"
     RAW_FILES = _RAW
     SYMBOLS = "chars"
-    MANUAL_DOWNLOAD_INSTRUCTIONS = char_stream_builder.manual_download_instructions(_RAW)
     DESCRIPTION = (
         "Character-level Penn Treebank as distributed by Tomas Mikolov "
         "(simple-examples.tgz): one sentence per line, '_' between words. "

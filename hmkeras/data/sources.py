@@ -45,6 +45,7 @@ __all__ = [
     "DatasetFilesNotFoundError",
     "DatasetVerificationError",
     "OFFLINE_ENV_VAR",
+    "PROBE_THREAD_NAME",
     "locate",
     "read_located",
     "fetch",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 OFFLINE_ENV_VAR = "HMKERAS_OFFLINE"
+#: Name of the thread of `network_reachable`'s probe.
+PROBE_THREAD_NAME = "hmkeras-network-probe"
 
 
 class DatasetFilesNotFoundError(FileNotFoundError):
@@ -84,6 +87,48 @@ class RawFiles:
     members: Mapping[str, str]
     extracted: Mapping[str, Sequence[str]]
 
+    @classmethod
+    def from_archive(
+        cls,
+        dataset: str,
+        url: str,
+        files: Mapping[str, str],
+        folder: str = "",
+        other_folders: Sequence[str] = (),
+    ) -> "RawFiles":
+        """The `RawFiles` of an archive at `url` holding `files` in `folder`.
+
+        The archive's name is the last part of `url`. Extracted, each file
+        is accepted at ``folder/name``, then ``f/name`` for each folder `f`
+        of `other_folders`, then ``name`` directly in a search directory.
+
+        Args:
+          dataset: the dataset name, for messages.
+          url: the published archive's URL.
+          files: ``{key: file name}`` of the files read from the archive.
+          folder: the folder of the files inside the archive ("" for its
+            root).
+          other_folders: further folders in which extracted files are
+            accepted.
+
+        >>> raw = RawFiles.from_archive(
+        ...     "demo", "http://example.invalid/demo.tgz", {"a": "a.txt"},
+        ...     folder="demo/data", other_folders=("data",))
+        >>> raw.archive, raw.members["a"], raw.extracted["a"]
+        ('demo.tgz', 'demo/data/a.txt', ('demo/data/a.txt', 'data/a.txt', 'a.txt'))
+        """
+        folders = [f for f in (folder, *other_folders) if f] + [""]
+        return cls(
+            dataset=dataset,
+            url=url,
+            archive=urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1],
+            members={key: _join(folder, name) for key, name in files.items()},
+            extracted={
+                key: tuple(_join(f, name) for f in folders)
+                for key, name in files.items()
+            },
+        )
+
     def describe(self) -> str:
         """Human-readable list of the accepted file layouts."""
         names = ", ".join(f"`{paths[0]}`" for paths in self.extracted.values())
@@ -102,6 +147,10 @@ class Located:
         if self.kind == "archive":
             return self.archive
         return ", ".join(sorted(self.files.values()))
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
 
 
 def _normalise(member: str) -> str:
@@ -196,8 +245,11 @@ def read_located(
 def network_reachable(url: str, timeout: float = 5.0) -> bool:
     """Whether a TCP connection to `url`'s server opens within `timeout` s.
 
-    Name resolution and connection run in a daemon thread, so the call
-    returns after at most `timeout` seconds even where DNS would hang.
+    Name resolution and connection run in a daemon thread (named
+    `PROBE_THREAD_NAME`), so the call returns after at most `timeout` seconds
+    even where DNS would hang; the thread ends by itself once the resolver
+    or the connect (bounded by `timeout`) gives up. Any failure, including a
+    host name that cannot be encoded (`UnicodeError`), means unreachable.
     """
     parts = urllib.parse.urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -207,10 +259,10 @@ def network_reachable(url: str, timeout: float = 5.0) -> bool:
         try:
             with socket.create_connection((parts.hostname, port), timeout=timeout):
                 result.append(True)
-        except OSError:
+        except (OSError, ValueError):
             result.append(False)
 
-    thread = threading.Thread(target=_probe, daemon=True)
+    thread = threading.Thread(target=_probe, name=PROBE_THREAD_NAME, daemon=True)
     thread.start()
     thread.join(timeout)
     return bool(result and result[0])

@@ -28,8 +28,6 @@ published size and checksum.
 
 from __future__ import annotations
 
-import numpy as np
-
 from hmkeras.data import char_stream_builder
 from hmkeras.data import sources
 
@@ -40,30 +38,21 @@ TEXT8_ZIP_SIZE = 31_344_016
 TEXT8_SHA256 = "6e890197040d37d85beb962ae1f041ff1d9a9ca8d20c7d99c85027eebf51dca7"
 _ALPHABET = b" abcdefghijklmnopqrstuvwxyz"
 
-_RAW = sources.RawFiles(
-    dataset="text8",
-    url="http://mattmahoney.net/dc/text8.zip",
-    archive="text8.zip",
-    members={"text8": "text8"},
-    extracted={"text8": ("text8",)},
-)
 
-
-class Text8(char_stream_builder.CharStreamBuilder):
+class Text8(char_stream_builder.FixedSplitBuilder):
     """text8: 100M characters of a-z and space; 90M / 5M / 5M split."""
 
     name = "text8"
-    RAW_FILES = _RAW
+    RAW_FILES = sources.RawFiles.from_archive(
+        "text8", "http://mattmahoney.net/dc/text8.zip", {"text8": "text8"}
+    )
     SYMBOLS = "chars"
     CHECKSUM_ALGORITHM = "sha256"
-    MANUAL_DOWNLOAD_INSTRUCTIONS = char_stream_builder.manual_download_instructions(_RAW)
     BUILDER_CONFIGS = [
         char_stream_builder.FixedSplitConfig(
             name="full",
             description="The published text8, split 90M / 5M / 5M.",
-            total_size=TEXT8_SIZE,
-            valid_size=5_000_000,
-            test_size=5_000_000,
+            total_size=TEXT8_SIZE,  # valid_size, test_size: 5M (defaults)
             checksum=TEXT8_SHA256,
             archive_size=TEXT8_ZIP_SIZE,
         )
@@ -81,21 +70,11 @@ class Text8(char_stream_builder.CharStreamBuilder):
   howpublished = {\\url{http://mattmahoney.net/dc/text.html}}
 }"""
 
-    def _prepare_streams(self, files):
-        config = self.builder_config
-        data = files["text8"]
-        sources.check_size("text8", "the file text8", len(data), config.total_size)
-        if config.checksum:
-            sources.check_digest(
-                "text8", "the file text8", data, self.CHECKSUM_ALGORITHM,
-                config.checksum,
-            )
-        present = np.flatnonzero(np.bincount(
-            np.frombuffer(data, dtype=np.uint8), minlength=256))
-        bad = sorted(set(present.tolist()) - set(_ALPHABET))
+    def _check_symbols(self, data):
+        bad = sorted(set(self._byte_values(data)) - set(_ALPHABET))
         if bad:
             raise sources.DatasetVerificationError(
                 f"text8: the file text8 holds bytes outside a-z and space: "
                 f"{[bytes([b]) for b in bad[:10]]}; it is not text8."
             )
-        return config.split(data), {}
+        return {}

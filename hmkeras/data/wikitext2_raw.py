@@ -43,8 +43,12 @@ __all__ = [
     "WIKITEXT2_TEST_BYTES", "WIKITEXT2_TEST_WORDS",
 ]
 
-WIKITEXT2_TEST_BYTES = 1_256_449  # Krause et al., Section 4.4
-WIKITEXT2_TEST_WORDS = 245_569  # Krause et al., Section 4.4 (Merity et al.)
+#: UTF-8 bytes in the WikiText-2 test set (Krause et al. 2017, Section 4.4);
+#: also `hmkeras.bits.WIKITEXT2_TEST_BYTES`.
+WIKITEXT2_TEST_BYTES = 1_256_449
+#: Words in the WikiText-2 test set (Krause et al. 2017, Section 4.4, after
+#: Merity et al.); also `hmkeras.bits.WIKITEXT2_TEST_WORDS`.
+WIKITEXT2_TEST_WORDS = 245_569
 
 _FILES = {
     "train": "wiki.train.raw",
@@ -52,12 +56,11 @@ _FILES = {
     "test": "wiki.test.raw",
 }
 
-_RAW = sources.RawFiles(
-    dataset="wikitext2_raw",
-    url="https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip",
-    archive="wikitext-2-raw-v1.zip",
-    members={k: f"wikitext-2-raw/{f}" for k, f in _FILES.items()},
-    extracted={k: (f"wikitext-2-raw/{f}", f) for k, f in _FILES.items()},
+_RAW = sources.RawFiles.from_archive(
+    "wikitext2_raw",
+    "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip",
+    _FILES,
+    folder="wikitext-2-raw",
 )
 
 
@@ -108,7 +111,6 @@ class Wikitext2Raw(char_stream_builder.CharStreamBuilder):
     name = "wikitext2_raw"
     RAW_FILES = _RAW
     SYMBOLS = "bytes"
-    MANUAL_DOWNLOAD_INSTRUCTIONS = char_stream_builder.manual_download_instructions(_RAW)
     BUILDER_CONFIGS = [
         Wikitext2RawConfig(
             name="bytes",
