@@ -7,6 +7,10 @@ plots of character-level language modelling.
 """
 
 from hmkeras import data
+from hmkeras.char_language_model import CharLanguageModel
+from hmkeras.char_language_model import CharLanguageModelConfig
+from hmkeras.evaluation import EvaluationResult
+from hmkeras.evaluation import evaluate_char_model
 from hmkeras.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.hierarchical_cell import HierarchicalCell
 from hmkeras.hm_lstm_cell import HMLSTMCell
@@ -15,5 +19,8 @@ from hmkeras.multiplicative_lstm_cell import MLSTMCell
 from hmkeras.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.simple_output_embedding import SimpleOutputEmbedding
 from hmkeras.slope_annealing import SlopeAnnealing
+from hmkeras.stateful_training import TruncatedBPTTModel
+from hmkeras.step_export import export_step_model
+from hmkeras.training_state import TrainingCheckpoint
 
 __version__ = "0.1.0"

@@ -1,0 +1,517 @@
+r"""Character-level language modelling with the HM-LSTM (Chung et al. Sec. 4.1).
+
+Trains `embedding -> RNN(cell) -> output module -> softmax` with truncated
+BPTT (windows of `--seq_len`, the RNN state, boundaries included, carried
+from batch to batch and reset at every epoch start), Adam with gradient-norm
+clipping, the learning rate divided by 50 when the validation BPC stops
+improving, early stopping and slope annealing `min(5, 1 + 0.04 * epoch)`.
+Then it evaluates the test set the way Kadar et al. do (batch 1, state
+carried over the whole text in chunks of 100), scores the layer-1
+boundaries against the word boundaries, draws the segmentation of a
+validation excerpt (Chung et al. Fig. 3/4) and exports a stateless step
+model for `examples/sample.py`.
+
+Everything goes to `--output_dir` (default `runs/<preset or dataset>_<cell>`):
+`checkpoints/` (resumed automatically: weights, optimizer, slope, epoch, the
+position inside the epoch and the carried RNN state), `logs/` (TensorBoard:
+loss, BPC, validation BPC, learning rate, slope, per-layer z rates),
+`segmentation.png`, `step_model/` (SavedModel), `vocabulary.json`,
+`model_config.json`, `steps.jsonl` (per-step training BPC) and
+`results.json`.
+
+Examples:
+
+    # The embedded synthetic corpus, small model, ~8 minutes on 2 CPU cores:
+    python examples/ptb_char.py --preset=quick
+    python examples/ptb_char.py --preset=quick --cell=lstm
+    # Chung et al.'s PTB setup (put ptb.char.*.txt in --manual_dir):
+    python examples/ptb_char.py --preset=ptb --manual_dir=~/data/ptb
+    # Kadar et al. Table 2 ablations, e.g. SimplerOut without top-down:
+    python examples/ptb_char.py --preset=ptb --output=simple --top_down=false
+    # Krause et al.'s mLSTM on enwik8 (GPU):
+    python examples/ptb_char.py --preset=hutter_mlstm --manual_dir=~/data/enwik8
+    python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
+
+Flags given on the command line override the preset's values.
+"""
+
+import json
+import math
+import os
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+
+# Presets: values for flags; explicit command-line flags win.
+PRESETS = {
+    "none": {},
+    "quick": dict(
+        dataset="synthetic", units=128, num_layers=3, embedding_dim=32,
+        output_units=128, batch_size=32, seq_len=100, learning_rate=0.003,
+        max_epochs=6, synthetic_train_chars=200_000, synthetic_valid_chars=10_000,
+        synthetic_test_chars=20_000, slope_rate=0.5, valid_batch_size=8,
+    ),
+    "ptb": dict(
+        dataset="ptb_char", units=512, num_layers=3, embedding_dim=128,
+        output_units=512, batch_size=64, seq_len=100, learning_rate=0.002,
+        layer_norm=True, max_epochs=500,
+    ),
+    "hutter_mlstm": dict(
+        dataset="enwik8", cell="mlstm", units=1900, embedding_dim=400,
+        output="none", weight_norm=True, dropout=0.2, recurrent_dropout=0.2,
+        batch_size=128, seq_len=200, learning_rate=0.001, lr_schedule=False,
+        slope_schedule=False, max_epochs=50,
+    ),
+}
+# `--tiny` shrinks whatever preset is chosen (for tests and smoke runs).
+TINY = dict(
+    units=16, embedding_dim=8, output_units=16, batch_size=4, seq_len=20,
+    max_epochs=1, synthetic_train_chars=3_000, synthetic_valid_chars=800,
+    synthetic_test_chars=800, valid_batch_size=2, zrate_chars=400,
+    excerpt_chars=120, multiplicative_units=0,
+)
+DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw")
+
+FLAGS = flags.FLAGS
+_FLAGS_BEFORE = set(FLAGS)
+flags.DEFINE_string("preset", "none", f"One of {list(PRESETS)}.")
+flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
+flags.DEFINE_string("dataset", "synthetic", f"One of {list(DATASETS)}.")
+flags.DEFINE_string("data_dir", None, "TFDS data directory.")
+flags.DEFINE_string("manual_dir", None, "Directory with the raw corpus files.")
+flags.DEFINE_bool("download", True, "Let TFDS builders download missing files.")
+flags.DEFINE_string("output_dir", None, "Default: runs/<preset or dataset>_<cell>.")
+flags.DEFINE_integer("seed", 0, "Seed of the initialization and the synthetic corpus.")
+flags.DEFINE_integer("synthetic_train_chars", 1_000_000, "Synthetic corpus sizes.")
+flags.DEFINE_integer("synthetic_valid_chars", 50_000, "")
+flags.DEFINE_integer("synthetic_test_chars", 50_000, "")
+# Model.
+flags.DEFINE_string("cell", "hmlstm", "One of hmlstm, hmrnn, lstm, mlstm.")
+flags.DEFINE_integer("units", 512, "Units of every recurrent layer.")
+flags.DEFINE_integer("num_layers", 3, "Recurrent layers (mlstm: 1).")
+flags.DEFINE_integer("embedding_dim", 128, "Input embedding size.")
+flags.DEFINE_string("output", "gated", "Output module: gated (Chung Eq. 11-12), "
+                    "simple (Kadar SimplerOut) or none.")
+flags.DEFINE_integer("output_units", 512, "Output embedding size.")
+flags.DEFINE_string("boundary_mode", "step", "step, sample or soft.")
+flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
+flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
+flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
+flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
+flags.DEFINE_bool("layer_norm", False, "Layer normalization in the HM cell.")
+flags.DEFINE_bool("top_down", True, "Top-down connections (false: Kadar NoTopDown).")
+flags.DEFINE_bool("no_top_down", False, "Same as --top_down=false.")
+flags.DEFINE_bool("copy_last", False, "Kadar CopyLast variant of the top layer.")
+flags.DEFINE_bool("weight_norm", False, "mLSTM weight normalization.")
+flags.DEFINE_float("dropout", 0.0, "Variational dropout on the cell input (mlstm, lstm).")
+flags.DEFINE_float("recurrent_dropout", 0.0, "Variational dropout on the hidden state.")
+flags.DEFINE_integer("multiplicative_units", 0, "mLSTM m_t size (0: units).")
+flags.DEFINE_float("l2", 0.0, "L2 weight penalty on every kernel.")
+# Training.
+flags.DEFINE_integer("batch_size", 64, "Rows of every training batch.")
+flags.DEFINE_integer("seq_len", 100, "Truncated-BPTT window.")
+flags.DEFINE_float("learning_rate", 0.002, "Adam learning rate.")
+flags.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clipping threshold.")
+flags.DEFINE_bool("lr_schedule", True, "Divide the learning rate when validation stalls.")
+flags.DEFINE_float("lr_divisor", 50.0, "Factor of the division (Chung et al.: 50).")
+flags.DEFINE_integer("max_lr_divisions", 2, "Divisions before early stopping can stop.")
+flags.DEFINE_integer("patience", 2, "Epochs without improvement before stopping.")
+flags.DEFINE_integer("max_epochs", 100, "Upper bound of epochs.")
+flags.DEFINE_integer("max_steps", 0, "Stop (interrupt) after this many steps in "
+                     "total; rerun to resume. 0: no limit.")
+flags.DEFINE_integer("save_every", 200, "Checkpoint every N steps (and every epoch).")
+flags.DEFINE_integer("valid_batch_size", 16, "Rows of the per-epoch validation pass.")
+flags.DEFINE_integer("zrate_chars", 5000, "Validation slice for the per-epoch z rates.")
+flags.DEFINE_integer("test_batch_size", 1, "1: Kadar et al.'s protocol.")
+flags.DEFINE_integer("excerpt_chars", 270, "Length of the segmentation excerpt.")
+flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).")
+_OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
+
+
+def _check(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(
+            f"--{name} must be one of {list(allowed)}. Received: --{name}={value!r}"
+        )
+
+
+def resolve_settings(flag_values):
+    """The run's settings: preset, then `--tiny`, then explicit flags."""
+    _check("preset", flag_values.preset, PRESETS)
+    settings = {name: flag_values[name].value for name in flag_values
+                if name in _OWN_FLAGS}
+    overrides = dict(PRESETS[flag_values.preset])
+    if flag_values.tiny:
+        overrides.update(TINY)
+    for name, value in overrides.items():
+        if not flag_values[name].present:
+            settings[name] = value
+    if settings["no_top_down"]:
+        settings["top_down"] = False
+    from hmkeras.char_language_model import BOUNDARY_MODES, CELLS, OUTPUTS
+
+    _check("cell", settings["cell"], CELLS)
+    _check("dataset", settings["dataset"], DATASETS)
+    _check("output", settings["output"], OUTPUTS)
+    _check("boundary_mode", settings["boundary_mode"], BOUNDARY_MODES)
+    if settings["cell"] == "mlstm":
+        settings["num_layers"] = 1
+    if settings["output_dir"] is None:
+        prefix = flag_values.preset if flag_values.preset != "none" else settings["dataset"]
+        settings["output_dir"] = os.path.join("runs", f"{prefix}_{settings['cell']}")
+    return settings
+
+
+# ----------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------
+def load_texts(s):
+    """`(texts, reference)`: the three splits and a boundary-reference fn."""
+    from hmkeras import boundary_metrics
+    from hmkeras import data
+
+    if s["dataset"] == "synthetic":
+        corpus = data.SyntheticHierarchicalCorpus(
+            seed=s["seed"], train_chars=s["synthetic_train_chars"],
+            valid_chars=s["synthetic_valid_chars"], test_chars=s["synthetic_test_chars"],
+        )
+        texts = {split: corpus.text(split) for split in ("train", "validation", "test")}
+        info = {"true_entropy_rate_bits_per_char": corpus.entropy_rate_bits_per_char,
+                "true_test_bits_per_char": corpus.true_bits_per_char("test")}
+        # The corpus marks the last letter of every word.
+        return texts, lambda split, _: corpus.word_boundaries(split).astype(int), info
+    texts = {
+        split: data.load_char_corpus(
+            s["dataset"], split, data_dir=s["data_dir"], manual_dir=s["manual_dir"],
+            allow_download=s["download"],
+        )
+        for split in ("train", "validation", "test")
+    }
+    separators = "_" if s["dataset"] == "ptb_char" else " \t\n"
+
+    def reference(_, text):
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("latin-1")
+        return boundary_metrics.reference_boundaries(text, separators=separators)
+
+    return texts, reference, {}
+
+
+# ----------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------
+def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
+    import keras
+
+    import hmkeras
+    from hmkeras.evaluation import evaluate_char_model
+
+    class Progress(keras.callbacks.Callback):
+        """Counts batches, writes steps.jsonl, checkpoints, honours max_steps."""
+
+        interrupted = False
+
+        def on_train_batch_end(self, batch, logs=None):
+            progress["batch"] += 1
+            step = int(trainer.optimizer.iterations.numpy())
+            with open(os.path.join(s["output_dir"], "steps.jsonl"), "a") as f:
+                f.write(json.dumps({"step": step, "epoch": progress["epoch"],
+                                    "batch": progress["batch"],
+                                    "bpc": float(logs["batch_bpc"])}) + "\n")
+            stop = s["max_steps"] and step >= s["max_steps"]
+            if stop or step % s["save_every"] == 0:
+                checkpoint.save(trainer, progress)
+            if stop:
+                Progress.interrupted = True
+                trainer.stop_training = True
+
+    class Validation(keras.callbacks.Callback):
+        """Validation BPC, per-layer z rates and the learning rate, into logs."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            if Progress.interrupted or logs is None:
+                return
+            result = evaluate_char_model(
+                lm, valid_ids, seq_len=s["seq_len"],
+                batch_size=s["valid_batch_size"], verbose=0,
+            )
+            logs["val_bpc"] = result.bpc
+            logs["learning_rate"] = float(trainer.optimizer.learning_rate.numpy())
+            if lm.is_hierarchical:
+                sliced = evaluate_char_model(
+                    lm, valid_ids[: s["zrate_chars"]], seq_len=s["seq_len"], verbose=0
+                )
+                for layer, rate in enumerate(sliced.z_rates):
+                    logs[f"z_rate_{layer + 1}"] = rate
+                if sliced.z_ratio is not None:
+                    logs["z_ratio"] = sliced.z_ratio
+
+    callbacks = [Progress(), Validation()]
+    if lm.is_hierarchical and s["slope_schedule"]:
+        start, rate, top = s["slope"], s["slope_rate"], s["slope_max"]
+        # Chung et al. Sec. 4.1: a = min(5, 1 + 0.04 * epoch).
+        callbacks.insert(1, hmkeras.SlopeAnnealing(
+            lambda epoch: min(top, start + rate * epoch)))
+    callbacks.append(EpochSummaries(os.path.join(s["output_dir"], "logs")))
+    return callbacks, callbacks[0]
+
+
+def _scalar_metadata():
+    from tensorflow.core.framework import summary_pb2
+
+    return summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+    )
+
+
+def _epoch_summaries_class():
+    import keras
+    import tensorflow as tf
+
+    class EpochSummaries(keras.callbacks.Callback):
+        """Writes every epoch's logs as TensorBoard scalars (`log_dir/train`).
+
+        Uses `tf.summary.write` with the scalar plugin's metadata, so the event
+        files are read by TensorBoard although this needs no `tensorboard`
+        package (Keras' TensorBoard callback does).
+        """
+
+        def __init__(self, log_dir):
+            super().__init__()
+            self.log_dir = log_dir
+            self._writer = None
+
+        def on_epoch_end(self, epoch, logs=None):
+            if not logs:
+                return
+            if self._writer is None:
+                self._writer = tf.summary.create_file_writer(self.log_dir)
+            with self._writer.as_default():
+                for name, value in logs.items():
+                    if name == "batch_bpc":
+                        continue
+                    tf.summary.write(
+                        f"epoch_{name}", tf.constant(float(value)), step=epoch + 1,
+                        metadata=_scalar_metadata(),
+                    )
+            self._writer.flush()
+
+    return EpochSummaries
+
+
+def EpochSummaries(log_dir):  # noqa: N802 (a class built lazily, after TF loads)
+    return _epoch_summaries_class()(log_dir)
+
+
+def train(s, lm, ids):
+    """Trains (or resumes) `lm`; returns the progress dict."""
+    import keras
+
+    from hmkeras import data
+    from hmkeras.stateful_training import TruncatedBPTTModel
+    from hmkeras.training_state import TrainingCheckpoint
+
+    batches = data.TruncatedBPTTBatches(ids["train"], s["batch_size"], s["seq_len"])
+    trainer = TruncatedBPTTModel(lm, s["batch_size"])
+    trainer.compile(
+        keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"]),
+        loss=trainer.loss_function(),
+    )
+    checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
+    best_path = os.path.join(s["output_dir"], "checkpoints", "best.weights.h5")
+    os.makedirs(checkpoint.directory, exist_ok=True)
+    progress = checkpoint.restore(trainer)
+    if progress is None:
+        progress = {"epoch": 0, "batch": 0, "best_val_bpc": None, "bad_epochs": 0,
+                    "lr_divisions": 0, "done": False, "history": []}
+    else:
+        print(f"Resuming from {checkpoint.path}: epoch {progress['epoch'] + 1}, "
+              f"batch {progress['batch']}, step "
+              f"{int(trainer.optimizer.iterations.numpy())}.")
+    callbacks, progress_callback = _make_callbacks(
+        s, lm, trainer, checkpoint, progress, ids["validation"])
+    while not progress["done"] and progress["epoch"] < s["max_epochs"]:
+        epoch = progress["epoch"]
+        if progress["batch"] >= batches.num_batches:
+            progress["batch"] = batches.num_batches
+        if progress["batch"] == 0:
+            trainer.reset_carried_state()  # a new epoch starts from zero state
+        print(f"Epoch {epoch + 1}/{s['max_epochs']} (batches {progress['batch']}.."
+              f"{batches.num_batches})")
+        history = trainer.fit(
+            batches.dataset(start_batch=progress["batch"]), epochs=epoch + 1,
+            initial_epoch=epoch, callbacks=callbacks, verbose=s["verbose"], shuffle=False,
+        )
+        if progress_callback.interrupted:
+            print(f"Stopped at step {s['max_steps']} (--max_steps); rerun to resume.")
+            progress["interrupted"] = True
+            return progress
+        logs = {k: float(v[-1]) for k, v in history.history.items()}
+        progress["history"].append(logs)
+        val = logs["val_bpc"]
+        if progress["best_val_bpc"] is None or val < progress["best_val_bpc"]:
+            progress["best_val_bpc"], progress["bad_epochs"] = val, 0
+            lm.network.save_weights(best_path)
+        else:
+            progress["bad_epochs"] += 1
+            if s["lr_schedule"] and progress["lr_divisions"] < s["max_lr_divisions"]:
+                # Chung et al.: divide the learning rate by 50 when the
+                # validation NLL stops decreasing.
+                lr = trainer.optimizer.learning_rate
+                lr.assign(lr.numpy() / s["lr_divisor"])
+                progress["lr_divisions"] += 1
+                progress["bad_epochs"] = 0
+                print(f"Validation stalled: learning rate now {float(lr.numpy()):.3g}.")
+            elif progress["bad_epochs"] >= s["patience"]:
+                print("Early stopping.")
+                progress["done"] = True
+        progress["epoch"], progress["batch"] = epoch + 1, 0
+        checkpoint.save(trainer, progress)
+    progress["interrupted"] = False
+    if os.path.exists(best_path):
+        lm.network.load_weights(best_path)
+    return progress
+
+
+# ----------------------------------------------------------------------------
+# After training
+# ----------------------------------------------------------------------------
+def plot_excerpt(s, lm, vocab, text, path):
+    """Chung et al. Fig. 3/4 for the first `excerpt_chars` of `text`."""
+    from hmkeras.segmentation_plot import plot_segmentation
+
+    excerpt = text[: s["excerpt_chars"]]
+    ids = vocab.encode(excerpt)[None]
+    _, rnn_outputs, *_ = lm.network([ids, *lm.zero_state(1)], training=False)
+    hiddens = [np.asarray(h)[0] for h in lm.hiddens(rnn_outputs)]
+    if isinstance(excerpt, (bytes, bytearray)):
+        excerpt = bytes(excerpt).decode("latin-1")
+    if lm.is_hierarchical:
+        boundaries = np.asarray(lm.boundaries(rnn_outputs))[0]
+        title = f"{s['cell']}: boundaries z^l (white = 1) and ||h^l||"
+    else:
+        hiddens, boundaries = [hiddens[-1]], None
+        title = f"{s['cell']}: no boundary detectors; ||h|| of the top layer"
+    plot_segmentation(path, excerpt, hiddens, boundaries, title=title)
+    return path
+
+
+def run(s):
+    """The whole job; returns the results dict (also in results.json)."""
+    started = time.time()
+    import tensorflow as tf
+
+    from hmkeras import data
+    from hmkeras.char_language_model import CharLanguageModel
+    from hmkeras.char_language_model import CharLanguageModelConfig
+    from hmkeras.evaluation import evaluate_char_model
+    from hmkeras.step_export import export_step_model
+
+    os.makedirs(s["output_dir"], exist_ok=True)
+    texts, reference, info = load_texts(s)
+    vocab = data.CharVocabulary.from_text(texts["train"])
+    # Unknown symbols in validation / test raise here (never mapped silently).
+    ids = {split: vocab.encode(text) for split, text in texts.items()}
+    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
+    config = CharLanguageModelConfig(
+        vocab_size=len(vocab), cell=s["cell"], units=s["units"],
+        num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
+        output=s["output"], output_units=s["output_units"],
+        boundary_mode=s["boundary_mode"], slope=s["slope"],
+        layer_norm=s["layer_norm"], top_down=s["top_down"], copy_last=s["copy_last"],
+        weight_normalization=s["weight_norm"], dropout=s["dropout"],
+        recurrent_dropout=s["recurrent_dropout"],
+        multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
+    )
+    with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
+        f.write(config.to_json())
+    with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
+        json.dump(s, f, indent=2, sort_keys=True)
+    tf.random.set_seed(s["seed"])
+    lm = CharLanguageModel(config)
+    print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
+          f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
+    progress = train(s, lm, ids)
+    if progress.get("interrupted"):
+        return None
+    print(f"Test set: batch {s['test_batch_size']}, state carried over "
+          f"{len(ids['test']):,} characters (Kadar et al.).")
+    batch1 = s["test_batch_size"] == 1
+    test = evaluate_char_model(
+        lm, ids["test"], batch_size=s["test_batch_size"], verbose=s["verbose"],
+        reference=reference("test", texts["test"]) if batch1 and lm.is_hierarchical else None,
+        keep_boundaries=lm.is_hierarchical and batch1,
+    )
+    results = {
+        "cell": s["cell"], "dataset": s["dataset"], "preset": s.get("preset"),
+        "parameters": lm.count_params(), "epochs": progress["epoch"],
+        "steps": None, "test_bpc": test.bpc, "test_targets": test.num_targets,
+        "best_val_bpc": progress["best_val_bpc"], **info,
+    }
+    if lm.is_hierarchical:
+        results.update(z_rates=test.z_rates, z_ratio=test.z_ratio,
+                       boundary_scores=test.boundary_scores)
+        if test.boundaries is not None:
+            from hmkeras import boundary_metrics
+
+            ref = reference("test", texts["test"])[: test.boundaries.shape[0]]
+            results["boundary_scores_tolerance_1"] = [
+                boundary_metrics.boundary_scores(test.boundaries[:, k], ref, 1)._asdict()
+                for k in range(test.boundaries.shape[1])
+            ]
+    results["segmentation_png"] = plot_excerpt(
+        s, lm, vocab, texts["validation"], os.path.join(s["output_dir"], "segmentation.png"))
+    results["step_model"] = export_step_model(
+        lm, vocab, os.path.join(s["output_dir"], "step_model"))
+    with open(os.path.join(s["output_dir"], "steps.jsonl")) as f:
+        results["steps"] = sum(1 for _ in f)
+    results["wall_seconds"] = time.time() - started
+    with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
+        json.dump(_finite(results), f, indent=2)
+    _print_summary(results)
+    return results
+
+
+def _finite(value):
+    """`value` with NaN / inf floats replaced by None (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _print_summary(r):
+    print("\n=== results ===")
+    print(f"cell {r['cell']}, {r['parameters']:,} parameters, {r['epochs']} epochs, "
+          f"{r['wall_seconds']:.0f} s")
+    line = f"test BPC {r['test_bpc']:.4f}"
+    if "true_entropy_rate_bits_per_char" in r:
+        line += (f"  vs true entropy rate {r['true_entropy_rate_bits_per_char']:.4f}"
+                 f" (this test sample: {r['true_test_bits_per_char']:.4f})")
+    print(line)
+    if r.get("z_rates") is not None:
+        print("z rates " + ", ".join(f"z^{i + 1} {v:.3f}" for i, v in enumerate(r["z_rates"]))
+              + (f"; z-ratio {r['z_ratio']:.3f}" if r.get("z_ratio") is not None else ""))
+    if r.get("boundary_scores"):
+        b = r["boundary_scores"][0]
+        print(f"layer-1 boundaries vs word boundaries: P {b['precision']:.3f} "
+              f"R {b['recall']:.3f} F1 {b['f1']:.3f}"
+              + (f" (tolerance 1: F1 {r['boundary_scores_tolerance_1'][0]['f1']:.3f})"
+                 if r.get("boundary_scores_tolerance_1") else ""))
+    print(f"wrote {r['segmentation_png']} and {r['step_model']}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    settings = resolve_settings(FLAGS)
+    settings["preset"] = FLAGS.preset
+    run(settings)
+
+if __name__ == "__main__":
+    app.run(main)
