@@ -289,37 +289,12 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias
 
     # ------------------------------------------------------------------
-    # Per-sequence constants
-    # ------------------------------------------------------------------
-    def build_sequence_constants(self, step_input):
-        """The layers' stacked kernels `[W_l; U_l; V_l]`, once per sequence.
-
-        Without layer normalization the three products of a layer are one
-        matmul of the gated inputs `[z^{l-1} h^{l-1}, h^l, z^l h^{l+1}]`
-        against the stacked kernel.  `keras.layers.RNN` builds the stacked
-        kernels before its time loop (see `variational_dropout`), so the
-        loop body does one product per layer.  With layer normalization
-        each product is normalized on its own and nothing is stacked.
-        """
-        del step_input
-        if self.layer_norm:
-            return {}
-        stacked = []
-        for params in self._layer_params:
-            names = ("kernel", "recurrent_kernel", "top_down_kernel")
-            blocks = [params[name] for name in names if name in params]
-            stacked.append(
-                tf.cast(tf.concat([tf.convert_to_tensor(b) for b in blocks], 0), self.compute_dtype)
-            )
-        return {"stacked_kernels": stacked}
-
-    # ------------------------------------------------------------------
     # Subclass interface
     # ------------------------------------------------------------------
     def _build_layer(self, index, input_size, units, above_units):
         raise NotImplementedError
 
-    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, stacked_kernel):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
         """One layer at one step.
 
         Args:
@@ -333,8 +308,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 `None` for the top layer.
             z_previous: `z_{t-1}^l`, or `None` for the top layer.
             ops: the layer's `LayerOperations`.
-            stacked_kernel: `[W; U; V]` of the layer in one matrix, or
-                `None` with layer normalization.
+            constants: the dict of per-sequence tensors that the cell's
+                `build_sequence_constants` made (see `variational_dropout`).
 
         Returns:
             `(new_state, boundary_preactivation)`: the new state list with
@@ -373,9 +348,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         if recurrent_masks is not None:
             previous_h = [h * mask for h, mask in zip(previous_h, recurrent_masks)]
 
-        stacked_kernels = self.sequence_constants(inputs).get(
-            "stacked_kernels", [None] * self.num_layers
-        )
+        constants = self.sequence_constants(inputs)
 
         below, z_below = inputs, None
         new_states, hiddens, boundaries = [], [], []
@@ -387,7 +360,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             ops = layer_operations(z_prev, z_below)
             state, preactivation = self._layer_step(
                 index, below, z_below, state, previous_h[index], above, z_prev,
-                ops, stacked_kernels[index],
+                ops, constants,
             )
             new_states.extend(state)
             hiddens.append(state[0])

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from hmkeras.hierarchical_cell import HierarchicalCell
+from hmkeras.masked_lstm_update import masked_lstm_update
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -153,20 +154,45 @@ class HMLSTMCell(HierarchicalCell):
             params["norm_cell"] = self._add_layer_norm(f"norm_cell_{n}", units)
         self._layer_params.append(params)
 
-    def _preactivation(self, params, below, z_below, recurrent, above, z_previous, stacked_kernel):
+    def build_sequence_constants(self, step_input):
+        """Stacked kernels `[U_l; V_l]`, built once per sequence.
+
+        The recurrent and top-down products only read the previous step, so
+        as one matmul of `[h^l_{t-1}, z^l_{t-1} h^{l+1}_{t-1}]` against the
+        stacked kernel they run for all layers at once while the bottom-up
+        chain of the step proceeds.  `keras.layers.RNN` builds the stacked
+        kernels before its time loop (see `variational_dropout`).  With
+        layer normalization each product is normalized on its own and
+        nothing is stacked.
+        """
+        del step_input
+        if self.layer_norm:
+            return {}
+        stacked = []
+        for params in self._layer_params:
+            blocks = [params["recurrent_kernel"]]
+            if "top_down_kernel" in params:
+                blocks.append(params["top_down_kernel"])
+            blocks = [tf.cast(tf.convert_to_tensor(b), self.compute_dtype) for b in blocks]
+            stacked.append(tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0])
+        return {"recurrent_top_down_kernels": stacked}
+
+    def _preactivation(self, index, below, z_below, recurrent, above, z_previous, constants):
         """`s` of Chung et al. Eq. (4)-(7)."""
-        if stacked_kernel is not None:
-            # The three products as one: the binary gates z multiply the
-            # inputs, [z^{l-1}_t h^{l-1}_t, h^l_{t-1}, z^l_{t-1} h^{l+1}_{t-1}].
-            pieces = [below if z_below is None else z_below * below, recurrent]  # Eq. (7), (5)
-            if above is not None and self.top_down:
-                pieces.append(z_previous * above)  # Eq. (6)
-            return tf.matmul(tf.concat(pieces, axis=-1), stacked_kernel) + params["bias"]
+        params = self._layer_params[index]
+        has_top_down = "top_down_kernel" in params
+        if "recurrent_top_down_kernels" in constants:
+            # z is 0 or 1 per row, so it gates the inputs of the products.
+            if z_below is not None:
+                below = z_below * below  # Eq. (7): gated by z^{l-1}_t
+            s = tf.matmul(below, params["kernel"]) + params["bias"]
+            past = recurrent  # Eq. (5)
+            if has_top_down:  # Eq. (6): gated by z^l_{t-1}
+                past = tf.concat([recurrent, z_previous * above], axis=-1)
+            return s + tf.matmul(past, constants["recurrent_top_down_kernels"][index])
         bottom_up = tf.matmul(below, params["kernel"])  # Eq. (7)
         recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # Eq. (5)
-        top_down = None
-        if "top_down_kernel" in params:
-            top_down = tf.matmul(above, params["top_down_kernel"])  # Eq. (6)
+        top_down = tf.matmul(above, params["top_down_kernel"]) if has_top_down else None  # Eq. (6)
         if self.layer_norm:  # Ba et al. Eq. (20), one normalization per product
             bottom_up = self._normalize(bottom_up, params["norm_bottom_up"])
             recurrent = self._normalize(recurrent, params["norm_recurrent"])
@@ -179,13 +205,11 @@ class HMLSTMCell(HierarchicalCell):
             s = s + z_previous * top_down  # Eq. (6): gated by z^l_{t-1}
         return s
 
-    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, stacked_kernel):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
         params = self._layer_params[index]
         units = self.units[index]
         h_previous, c_previous = state
-        s = self._preactivation(
-            params, below, z_below, recurrent, above, z_previous, stacked_kernel
-        )
+        s = self._preactivation(index, below, z_below, recurrent, above, z_previous, constants)
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
         # One split (not three slices) keeps the backward pass to one concat.
         boundary = None
@@ -193,28 +217,16 @@ class HMLSTMCell(HierarchicalCell):
             sfio, sg = tf.split(s, [3 * units, units], axis=-1)
         else:
             sfio, sg, boundary = tf.split(s, [3 * units, units, 1], axis=-1)
-        f, i, o = tf.split(tf.sigmoid(sfio), 3, axis=-1)
-        g = tf.tanh(sg)
-
-        # Eq. (2) in the masked form of Kadar et al. Eq. (10)-(12):
-        #   c = copy * c_{t-1} + (1 - copy) * i * g + update * f * c_{t-1}
-        # FLUSH keeps only i * g; COPY keeps c_{t-1} bit for bit.
-        candidate = i * g
-        forgotten = f * c_previous
-        if ops.copy is None:  # bottom layer: FLUSH or UPDATE
-            c = candidate + ops.update * forgotten
-            copy = keep = None
-        else:
-            # Broadcast the copy mask once: its gradient is then one
-            # reduction instead of one per use.
-            copy = tf.broadcast_to(ops.copy, tf.shape(c_previous))
-            keep = 1.0 - copy
-            c = copy * c_previous + keep * candidate + ops.update * forgotten
-        c_out = self._normalize(c, params["norm_cell"]) if self.layer_norm else c
-        h = o * tf.tanh(c_out)  # Eq. (3)
-        is_top = z_previous is None
-        if copy is not None and not (is_top and self.copy_last):
-            h = copy * h_previous + keep * h  # Eq. (3), COPY
+        # Eq. (2)-(3) in the masked form of Kadar et al. Eq. (10)-(12):
+        # FLUSH keeps only i * g; COPY keeps c_{t-1} (and h_{t-1}) bit for bit.
+        cell_output = None
+        if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
+            cell_output = lambda c: self._normalize(c, params["norm_cell"])
+        h, c = masked_lstm_update(
+            sfio, sg, c_previous, h_previous, ops.update, ops.copy,
+            copy_hidden=not (z_previous is None and self.copy_last),
+            cell_output=cell_output,
+        )
         return [h, c], boundary
 
     def get_config(self):

@@ -99,35 +99,28 @@ class HMRNNCell(HierarchicalCell):
                 params[f"norm_{name}"] = self._add_layer_norm(f"norm_{name}_{n}", columns)
         self._layer_params.append(params)
 
-    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, stacked_kernel):
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
+        del constants  # The three products are mixed by masks of this step.
         params = self._layer_params[index]
         units = self.units[index]
         (h_previous,) = state
-        is_top = z_previous is None
-        has_top_down = "top_down_kernel" in params
-        # Eq. (13)-(15): s = W h^{l-1}_t + u_m U h^l_{t-1} + (1 - u_m) V h^{l+1}_{t-1} + b
-        # (the top layer, Eq. 14, always reads U h^l_{t-1}).
-        recurrent_gate = None if is_top else ops.update
-        top_down_gate = None if not has_top_down else 1.0 - ops.update
-        if stacked_kernel is not None:
-            # The masks are per row, so they can gate the inputs of one product.
-            pieces = [below, recurrent if recurrent_gate is None else recurrent_gate * recurrent]
-            if has_top_down:
-                pieces.append(top_down_gate * above)
-            s = tf.matmul(tf.concat(pieces, axis=-1), stacked_kernel) + params["bias"]
-        else:
-            bottom_up = tf.matmul(below, params["kernel"])  # W h^{l-1}_t
-            recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # U h^l_{t-1}
-            top_down = tf.matmul(above, params["top_down_kernel"]) if has_top_down else None
-            if self.layer_norm:
-                bottom_up = self._normalize(bottom_up, params["norm_bottom_up"])
-                recurrent = self._normalize(recurrent, params["norm_recurrent"])
-                if top_down is not None:
-                    top_down = self._normalize(top_down, params["norm_top_down"])
-            s = bottom_up + params["bias"]
-            s = s + (recurrent if recurrent_gate is None else recurrent_gate * recurrent)
+        bottom_up = tf.matmul(below, params["kernel"])  # W h^{l-1}_t
+        recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # U h^l_{t-1}
+        top_down = None
+        if "top_down_kernel" in params:
+            top_down = tf.matmul(above, params["top_down_kernel"])  # V h^{l+1}_{t-1}
+        if self.layer_norm:
+            bottom_up = self._normalize(bottom_up, params["norm_bottom_up"])
+            recurrent = self._normalize(recurrent, params["norm_recurrent"])
             if top_down is not None:
-                s = s + top_down_gate * top_down
+                top_down = self._normalize(top_down, params["norm_top_down"])
+        s = bottom_up + params["bias"]
+        if z_previous is None:
+            s = s + recurrent  # Eq. (14): the top layer never FLUSHes
+        else:
+            s = s + ops.update * recurrent  # Eq. (13)/(15): u_m U h^l
+            if top_down is not None:
+                s = s + (1.0 - ops.update) * top_down  # (1 - u_m) V h^{l+1}
         h = blend_copy(ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
-        boundary = None if is_top else s[:, units:]
+        boundary = s[:, units:] if z_previous is not None else None
         return [h], boundary
