@@ -35,6 +35,14 @@ Masks (Kadar et al. Appendix A, Eq. 10-12; Chung et al. Eq. 2-3), with
 The masks are arithmetic, so in the discrete modes COPY keeps the state
 bit for bit (`1 * prev + 0 * new`) and gradients reach `z` through the
 masks as well as through the gated inputs.
+
+Example (rows: FLUSH, UPDATE, COPY):
+
+>>> import tensorflow as tf
+>>> ops = layer_operations(z_previous=tf.constant([[1.0], [0.0], [0.0]]),
+...                        z_below=tf.constant([[0.0], [1.0], [0.0]]))
+>>> [m.numpy().ravel().tolist() for m in (ops.flush, ops.update, ops.copy)]
+[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 """
 
 import collections

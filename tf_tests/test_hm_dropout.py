@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import hm_reference
 import hmkeras
-from test_hm_lstm_cell import UNITS, inputs, make_cell
+from hm_fixtures import UNITS, inputs, make_cell
 
 
 def twin_without_dropout(cell, cls):

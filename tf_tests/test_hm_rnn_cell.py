@@ -11,7 +11,7 @@ import tensorflow as tf
 import hm_reference
 import hmkeras
 from hmkeras.hierarchical_cell import HierarchicalCell
-from test_hm_lstm_cell import UNITS, inputs, make_cell, run_rnn
+from hm_fixtures import UNITS, inputs, make_cell, run_rnn
 
 
 CONFIGS = [dict(), dict(layer_norm=True), dict(top_down=False), dict(slope=3.0)]
