@@ -17,7 +17,8 @@ position inside the epoch and the carried RNN state), `logs/` (TensorBoard:
 loss, BPC, validation BPC, learning rate, slope, per-layer z rates),
 `segmentation.png`, `step_model/` (SavedModel), `vocabulary.json`,
 `model_config.json`, `steps.jsonl` (per-step training BPC) and
-`results.json`.
+`results.json` (with `word_level`: bits/char, bits/word and word perplexity,
+Krause et al. Eq. 23, for `--dataset=wikitext2_raw`).
 
 Examples:
 
@@ -31,6 +32,9 @@ Examples:
     # Krause et al.'s mLSTM on enwik8 (GPU):
     python examples/ptb_char.py --preset=hutter_mlstm --manual_dir=~/data/enwik8
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
+    # Krause et al. Fig. 3, recovery after surprising characters:
+    python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
+        --run_b=runs/quick_lstm --output=runs/surprisal.png
 
 Flags given on the command line override the preset's values.
 """
@@ -50,8 +54,9 @@ PRESETS = {
     "quick": dict(
         dataset="synthetic", units=128, num_layers=3, embedding_dim=32,
         output_units=128, batch_size=32, seq_len=100, learning_rate=0.003,
-        max_epochs=6, synthetic_train_chars=200_000, synthetic_valid_chars=10_000,
+        max_epochs=6, synthetic_train_chars=400_000, synthetic_valid_chars=10_000,
         synthetic_test_chars=20_000, slope_rate=0.5, valid_batch_size=8,
+        layer_norm=True,
     ),
     "ptb": dict(
         dataset="ptb_char", units=512, num_layers=3, embedding_dim=128,
@@ -100,12 +105,12 @@ flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
-flags.DEFINE_bool("layer_norm", False, "Layer normalization in the HM cell.")
+flags.DEFINE_bool("layer_norm", False, "Layer normalization in the HM cells (hmlstm, hmrnn; the lstm and mlstm baselines have none).")
 flags.DEFINE_bool("top_down", True, "Top-down connections (false: Kadar NoTopDown).")
 flags.DEFINE_bool("no_top_down", False, "Same as --top_down=false.")
 flags.DEFINE_bool("copy_last", False, "Kadar CopyLast variant of the top layer.")
 flags.DEFINE_bool("weight_norm", False, "mLSTM weight normalization.")
-flags.DEFINE_float("dropout", 0.0, "Variational dropout on the cell input (mlstm, lstm).")
+flags.DEFINE_float("dropout", 0.0, "Variational dropout on the cell input (every cell).")
 flags.DEFINE_float("recurrent_dropout", 0.0, "Variational dropout on the hidden state.")
 flags.DEFINE_integer("multiplicative_units", 0, "mLSTM m_t size (0: units).")
 flags.DEFINE_float("l2", 0.0, "L2 weight penalty on every kernel.")
@@ -448,8 +453,11 @@ def run(s):
         "cell": s["cell"], "dataset": s["dataset"], "preset": s.get("preset"),
         "parameters": lm.count_params(), "epochs": progress["epoch"],
         "steps": None, "test_bpc": test.bpc, "test_targets": test.num_targets,
+        "test_symbols": len(ids["test"]),
         "best_val_bpc": progress["best_val_bpc"], **info,
     }
+    if s["dataset"] == "wikitext2_raw":
+        results["word_level"] = word_level_results(test, texts["test"])
     if lm.is_hierarchical:
         results.update(z_rates=test.z_rates, z_ratio=test.z_ratio,
                        boundary_scores=test.boundary_scores)
@@ -474,6 +482,33 @@ def run(s):
     return results
 
 
+def word_level_results(test, test_text):
+    """Bits/char, bits/word and word perplexity of WikiText-2 (Krause Eq. 23).
+
+    The word count is the published 245,569 words when `test_text` is the
+    whole test set (1,256,449 bytes, Krause et al. Section 4.4), else
+    `hmkeras.data.wikitext2_raw.count_words(test_text)`; `num_words_source`
+    says which.
+
+    Args:
+        test: The `EvaluationResult` of `test_text`.
+        test_text: The evaluated bytes.
+
+    Returns:
+        A JSON-able dict.
+    """
+    from hmkeras.data import wikitext2_raw
+
+    if len(test_text) == wikitext2_raw.WIKITEXT2_TEST_BYTES:
+        num_words = wikitext2_raw.WIKITEXT2_TEST_WORDS
+        source = "published (Krause et al. 2017, Section 4.4): the whole test set"
+    else:
+        num_words = wikitext2_raw.count_words(bytes(test_text))
+        source = f"count_words over the {len(test_text):,} evaluated bytes"
+    figures = test.word_level(num_words, num_symbols=len(test_text))
+    return {**figures.as_dict(), "num_words_source": source}
+
+
 def _finite(value):
     """`value` with NaN / inf floats replaced by None (strict JSON)."""
     if isinstance(value, dict):
@@ -494,6 +529,12 @@ def _print_summary(r):
         line += (f"  vs true entropy rate {r['true_entropy_rate_bits_per_char']:.4f}"
                  f" (this test sample: {r['true_test_bits_per_char']:.4f})")
     print(line)
+    if r.get("word_level"):
+        w = r["word_level"]
+        print(f"Krause Eq. 23: {w['bits_per_char']:.4f} bits/char x "
+              f"{w['num_symbols']:,} bytes / {w['num_words']:,} words "
+              f"({w['num_words_source']}) = {w['bits_per_word']:.4f} bits/word, "
+              f"word perplexity {w['word_perplexity']:.2f}")
     if r.get("z_rates") is not None:
         print("z rates " + ", ".join(f"z^{i + 1} {v:.3f}" for i, v in enumerate(r["z_rates"]))
               + (f"; z-ratio {r['z_ratio']:.3f}" if r.get("z_ratio") is not None else ""))

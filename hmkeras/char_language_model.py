@@ -53,6 +53,7 @@ import numpy as np
 from hmkeras.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.hm_lstm_cell import HMLSTMCell
 from hmkeras.hm_rnn_cell import HMRNNCell
+from hmkeras.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.simple_output_embedding import SimpleOutputEmbedding
 
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
@@ -178,7 +179,8 @@ class CharLanguageModel:
                 num_layers=c.num_layers, boundary_mode=c.boundary_mode,
                 slope=float(c.slope), layer_norm=c.layer_norm,
                 top_down=c.top_down, kernel_regularizer=reg,
-                recurrent_regularizer=reg, seed=c.seed,
+                recurrent_regularizer=reg, dropout=c.dropout,
+                recurrent_dropout=c.recurrent_dropout, seed=c.seed,
             )
             if c.cell == "hmlstm":
                 cell = HMLSTMCell(c.units, copy_last=c.copy_last, **options)
@@ -201,9 +203,6 @@ class CharLanguageModel:
                 for i in range(c.num_layers)
             ]
             return cells, [c.units] * c.num_layers
-        # Imported lazily: the mLSTM is an optional part of the package.
-        from hmkeras.multiplicative_lstm_cell import MultiplicativeLSTMCell
-
         cell = MultiplicativeLSTMCell(
             c.units,
             multiplicative_units=c.multiplicative_units or None,

@@ -16,6 +16,13 @@ boundary precision / recall / F1 of every layer.  The boundary at position
 `t` is the one emitted while reading `ids[t]`; `reference[t]` must use the
 same alignment.
 
+With `return_losses=True` (batch 1) the same pass also keeps the loss of
+every target, in bits: `result.losses[t] = -log2 p(ids[t + 1] | ids[:t + 1])`,
+aligned with `ids[1:]`, whose mean is the BPC.  These are what
+`hmkeras.surprisal_analysis.surprisal_recovery` takes (Krause et al.
+Section 4.2, Fig. 3).  `EvaluationResult.word_level(num_words)` turns the BPC
+into bits per word and word perplexity (Krause et al. Eq. 23).
+
 The batch-1 pass runs one `tf.function` per chunk with the state passed in
 and out explicitly (no retracing: the last chunk is padded and weighted 0),
 under a `keras.utils.Progbar`.
@@ -32,23 +39,51 @@ Example:
 >>> lm = CharLanguageModel(vocab_size=4, cell="hmlstm", units=4,
 ...                        embedding_dim=3, output_units=4, seed=1)
 >>> ids = np.array([0, 1, 2, 3] * 30)
->>> result = evaluate_char_model(lm, ids, seq_len=50, verbose=0)
+>>> result = evaluate_char_model(lm, ids, seq_len=50, verbose=0,
+...                              return_losses=True)
 >>> result.num_targets, 1.5 < result.bpc < 2.5, len(result.z_rates)
 (119, True, 2)
+>>> result.losses.shape, bool(np.isclose(result.losses.mean(), result.bpc))
+((119,), True)
+>>> words = result.word_level(num_words=30)
+>>> bool(np.isclose(words.bits_per_word, result.bpc * 120 / 30))
+True
 """
 
 import dataclasses
-import math
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from hmkeras import bits
 from hmkeras import boundary_metrics
 from hmkeras.data.pipeline import EvaluationChunks
 from hmkeras.data.pipeline import TruncatedBPTTBatches
 
-_LN2 = math.log(2.0)
+_LN2 = bits.LN2
+
+
+@dataclasses.dataclass(frozen=True)
+class WordLevelFigures:
+    """Word-level figures of a character/byte model (Krause et al. Eq. 23).
+
+    Attributes:
+        bits_per_char: Bits per character (or byte), the measured BPC.
+        bits_per_word: `bits_per_char * num_symbols / num_words`.
+        word_perplexity: `2 ** bits_per_word`.
+        num_symbols: Characters (bytes) of the text the words were counted in.
+        num_words: Words of that text.
+    """
+
+    bits_per_char: float
+    bits_per_word: float
+    word_perplexity: float
+    num_symbols: int
+    num_words: int
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
@@ -65,6 +100,10 @@ class EvaluationResult:
         boundary_scores: Per boundary layer, a dict of precision / recall /
             f1 (+ counts) against the reference, or None.
         boundaries: The `(T, L-1)` boundaries (batch 1 only, if asked for).
+        num_symbols: Length of the evaluated id stream (`num_targets + 1` at
+            batch 1).
+        losses: The `(num_targets,)` per-target losses in bits, aligned with
+            `ids[1:]` (batch 1 only, with `return_losses=True`).
     """
 
     bpc: float
@@ -73,20 +112,54 @@ class EvaluationResult:
     z_ratio: float = None
     boundary_scores: list = None
     boundaries: np.ndarray = dataclasses.field(default=None, repr=False)
+    num_symbols: int = None
+    losses: np.ndarray = dataclasses.field(default=None, repr=False)
 
     def as_dict(self):
-        """JSON-able figures (without the boundaries array)."""
+        """JSON-able figures (without the boundaries and losses arrays)."""
         out = dataclasses.asdict(self)
         out.pop("boundaries")
+        out.pop("losses")
         return out
+
+    def word_level(self, num_words, num_symbols=None):
+        """Bits per word and word perplexity of this BPC (Krause Eq. 23).
+
+        Args:
+            num_words: Words in the evaluated text, e.g.
+                `hmkeras.bits.WIKITEXT2_TEST_WORDS` for the whole WikiText-2
+                test set, or `hmkeras.data.wikitext2_raw.count_words(text)`.
+            num_symbols: Characters (bytes) of that text; default
+                `self.num_symbols`, the length of the evaluated stream.
+
+        Returns:
+            A `WordLevelFigures`.
+        """
+        if num_symbols is None:
+            num_symbols = self.num_symbols
+        if num_symbols is None:
+            raise ValueError(
+                "`num_symbols` is required: this result does not record the "
+                "length of the evaluated text."
+            )
+        return WordLevelFigures(
+            bits_per_char=float(self.bpc),
+            # Krause et al. Eq. (23): bits/word = bits/symbol * symbols / words
+            bits_per_word=bits.bits_per_word(self.bpc, num_symbols, num_words),
+            word_perplexity=bits.word_perplexity(self.bpc, num_symbols, num_words),
+            num_symbols=int(num_symbols),
+            num_words=int(num_words),
+        )
 
 
 class ChunkScorer:
     """A compiled function scoring one chunk from an explicit state.
 
-    `scorer(inputs, targets, weights, state) -> (bits, boundaries, state)`
-    where `bits` is `sum(weights * -log2 p(targets))`, `boundaries` the
-    `(batch, T, L-1)` boundaries (empty for non-hierarchical cells).
+    `scorer(inputs, targets, weights, state)
+        -> (bits, target_bits, boundaries, state)`
+    where `target_bits` is `weights * -log2 p(targets)` `(batch, T)`, `bits`
+    its sum, `boundaries` the `(batch, T, L-1)` boundaries (empty for
+    non-hierarchical cells).
     """
 
     def __init__(self, language_model):
@@ -102,12 +175,13 @@ class ChunkScorer:
             nats = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=targets, logits=tf.cast(logits, tf.float32)
             )
-            bits = tf.reduce_sum(nats * weights) / _LN2
+            target_bits = nats * weights / _LN2
+            chunk_bits = tf.reduce_sum(nats * weights) / _LN2
             if hierarchical:
                 z = language_model.boundaries(rnn_outputs)
             else:
                 z = tf.zeros(tf.concat([tf.shape(inputs), [0]], 0))
-            return bits, z, new_state
+            return chunk_bits, target_bits, z, new_state
 
         self._score = score
 
@@ -123,6 +197,7 @@ def evaluate_char_model(
     reference=None,
     tolerance=0,
     keep_boundaries=False,
+    return_losses=False,
     verbose=1,
 ):
     """BPC (and boundary figures) of a model over a whole id stream.
@@ -139,6 +214,8 @@ def evaluate_char_model(
             aligned with the inputs (see the module docstring); batch 1 only.
         tolerance: Matching tolerance of the boundary scores, in steps.
         keep_boundaries: Whether to return the `(T, L-1)` boundaries.
+        return_losses: Whether to keep the per-target losses (bits) in
+            `result.losses`, aligned with `ids[1:]`; batch 1 only.
         verbose: 1 shows a `keras.utils.Progbar`.
 
     Returns:
@@ -147,6 +224,11 @@ def evaluate_char_model(
     ids = np.asarray(ids)
     if reference is not None and batch_size != 1:
         raise ValueError("`reference` boundary scores need batch_size=1.")
+    if return_losses and batch_size != 1:
+        raise ValueError(
+            "`return_losses=True` needs batch_size=1 (every target scored once, "
+            f"in text order). Received: batch_size={batch_size!r}"
+        )
     scorer = ChunkScorer(language_model)
     state = [tf.constant(s) for s in language_model.zero_state(batch_size)]
     if batch_size == 1:
@@ -164,10 +246,12 @@ def evaluate_char_model(
     progbar = keras.utils.Progbar(
         num_chunks, verbose=verbose, unit_name="chunk", stateful_metrics=["bpc"]
     )
-    total_bits, scored, collected = 0.0, 0.0, []
+    total_bits, scored, collected, losses = 0.0, 0.0, [], []
     for index, (x, y, w) in enumerate(dataset):
-        bits, z, state = scorer(x, y, w, state)
-        total_bits += float(bits)
+        chunk_bits, target_bits, z, state = scorer(x, y, w, state)
+        total_bits += float(chunk_bits)
+        if return_losses:
+            losses.append(target_bits.numpy()[0][w.numpy()[0] > 0])
         scored += float(tf.reduce_sum(w))
         if language_model.is_hierarchical:
             z = z.numpy()
@@ -176,7 +260,10 @@ def evaluate_char_model(
             else:
                 collected.append(z.reshape(-1, z.shape[-1]))
         progbar.update(index + 1, [("bpc", total_bits / scored)])
-    result = EvaluationResult(bpc=total_bits / num_targets, num_targets=num_targets)
+    result = EvaluationResult(bpc=total_bits / num_targets, num_targets=num_targets,
+                              num_symbols=len(ids))
+    if return_losses:
+        result.losses = np.concatenate(losses).astype(np.float64)
     if not language_model.is_hierarchical:
         return result
     z = np.concatenate(collected, axis=0)

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from hmkeras.char_language_model import CharLanguageModel
 from hmkeras.data import CharVocabulary
+from hmkeras.evaluation import EvaluationResult
 from hmkeras.evaluation import evaluate_char_model
 from hmkeras.stateful_training import TruncatedBPTTModel
 from hmkeras.step_export import export_step_model
@@ -140,3 +141,49 @@ def test_bad_model_options_name_the_argument():
         CharLanguageModel(vocab_size=5, cell="gru")
     with pytest.raises(ValueError, match=r"`output` must be one of .*'gated'"):
         CharLanguageModel(vocab_size=5, output="fancy")
+
+
+@pytest.mark.parametrize("cell", ["hmlstm", "lstm"])
+def test_per_character_losses_of_the_batch1_pass(cell):
+    """`return_losses`: one loss per target, aligned with ids[1:], in bits;
+    their mean is the BPC, their sum the total bits."""
+    vocab = CharVocabulary.from_text(TEXT)
+    ids = vocab.encode(TEXT)
+    lm = _model(cell, len(vocab))
+    direct, _ = _direct_bits(lm, ids)
+    result = evaluate_char_model(lm, ids, seq_len=7, verbose=0, return_losses=True)
+    assert result.losses.shape == (len(ids) - 1,) == (result.num_targets,)
+    np.testing.assert_allclose(result.losses, direct, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result.losses.mean(), result.bpc, rtol=1e-6)
+    np.testing.assert_allclose(result.losses.sum(), result.bpc * result.num_targets,
+                               rtol=1e-6)
+    assert result.num_symbols == len(ids)
+    assert "losses" not in result.as_dict() and "boundaries" not in result.as_dict()
+    assert evaluate_char_model(lm, ids, seq_len=7, verbose=0).losses is None
+    with pytest.raises(ValueError, match="`return_losses=True` needs batch_size=1"):
+        evaluate_char_model(lm, ids, batch_size=2, seq_len=7, verbose=0,
+                            return_losses=True)
+
+
+def test_word_level_figures_follow_krause_eq_23():
+    from hmkeras import bits
+
+    # Krause et al. Section 4.4: 1.2649 bits/byte on WikiText-2 test.
+    result = EvaluationResult(bpc=1.2649, num_targets=bits.WIKITEXT2_TEST_BYTES - 1,
+                              num_symbols=bits.WIKITEXT2_TEST_BYTES)
+    words = result.word_level(bits.WIKITEXT2_TEST_WORDS)
+    assert words.bits_per_word == pytest.approx(6.4718, abs=1e-4)
+    assert words.word_perplexity == pytest.approx(88.8, abs=0.05)
+    assert words.bits_per_word == bits.bits_per_word(
+        1.2649, bits.WIKITEXT2_TEST_BYTES, bits.WIKITEXT2_TEST_WORDS)
+    assert words.word_perplexity == bits.word_perplexity(
+        1.2649, bits.WIKITEXT2_TEST_BYTES, bits.WIKITEXT2_TEST_WORDS)
+    assert (words.num_symbols, words.num_words, words.bits_per_char) == (
+        bits.WIKITEXT2_TEST_BYTES, bits.WIKITEXT2_TEST_WORDS, 1.2649)
+    # An explicit symbol count wins; without any the call says what is missing.
+    assert result.word_level(10, num_symbols=40).bits_per_word == pytest.approx(
+        1.2649 * 4)
+    with pytest.raises(ValueError, match="`num_symbols` is required"):
+        EvaluationResult(bpc=1.0, num_targets=5).word_level(3)
+    with pytest.raises(ValueError, match="`num_symbols` and `num_words` must be positive"):
+        result.word_level(0)

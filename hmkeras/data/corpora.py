@@ -105,6 +105,7 @@ def load_char_corpus(
     manual_dir=None,
     allow_download: bool = True,
     seed: int = 0,
+    synthetic_sizes=None,
 ):
     """The text of one split of a character-level corpus.
 
@@ -115,6 +116,8 @@ def load_char_corpus(
       data_dir, manual_dir, allow_download: see `char_corpus_builder`
         (ignored for "synthetic").
       seed: seed of the synthetic corpus (ignored otherwise).
+      synthetic_sizes: optional dict of `train_chars`, `valid_chars`,
+        `test_chars` for the synthetic corpus (ignored otherwise).
 
     Returns:
       A str for "synthetic", "ptb_char" and "text8"; bytes for the
@@ -135,7 +138,7 @@ def load_char_corpus(
             f"got {split!r}."
         )
     if name == "synthetic":
-        return SyntheticHierarchicalCorpus(seed=seed).text(split)
+        return SyntheticHierarchicalCorpus(seed=seed, **(synthetic_sizes or {})).text(split)
     builder = char_corpus_builder(
         name, data_dir=data_dir, manual_dir=manual_dir,
         allow_download=allow_download,

@@ -1,0 +1,407 @@
+r"""Recovery after surprising characters of two char LMs (Krause et al. Fig. 3).
+
+Krause et al. (2017, Section 4.2) take the 10% of test characters with the
+largest average loss of two models and report each model's mean loss on
+those characters and one to four steps after them (mLSTM 6.27 then 2.26,
+2.04, 1.61, 1.51 bits/char; stacked LSTM 6.29 then 2.48, 2.25, 1.79, 1.67):
+the faster the loss falls back, the better the model recovers from a
+surprise.  This script does the same for two runs of `examples/ptb_char.py`
+(e.g. an HM-LSTM and an LSTM trained on the same data):
+
+1. each model is restored from its step export (`<run>/step_model`, see
+   below) and scored on the same test text at batch 1 with the state
+   carried over the whole text (`hmkeras.evaluation.evaluate_char_model`
+   with `return_losses=True`: one loss per character, in bits);
+2. `hmkeras.surprisal_analysis.surprisal_recovery` ranks the characters by
+   the mean loss of both models and averages each model's loss at the
+   surprising characters and `1..--max_offset` steps after;
+3. the table is printed, the plot (`plot_surprisal_recovery`) written to
+   `--output` and the figures to `--output_json` (default: `--output` with
+   `.json`).
+
+Which weights: the step export.  `examples/ptb_char.py` writes it last, from
+the weights it reported the test BPC of (the best validation checkpoint),
+and it holds the vocabulary and the model configuration as well as every
+variable (the HM slope included), so one self-contained directory
+identifies the model; `checkpoints/` may hold a later, unselected state or
+belong to an interrupted run.  The network is rebuilt from the exported
+configuration, the exported variables are assigned to it in order (count
+and shapes checked) and the rebuilt network must reproduce the exported
+step function on a probe sequence before it is used; scoring then runs the
+chunked batch-1 evaluation instead of one SavedModel call per character.
+
+The test text is loaded from each run's `settings.json` (dataset, seed,
+synthetic sizes, data directories; `--data_dir` / `--manual_dir` override
+the directories) and checked against the `test_text_sha256` in its
+`results.json`.  Both runs must use the same dataset, test text and
+vocabulary, else a `ValueError` says what differs.
+
+Example:
+
+    python examples/ptb_char.py --preset=quick --output_dir=runs/quick_hmlstm
+    python examples/ptb_char.py --preset=quick --cell=lstm \
+        --output_dir=runs/quick_lstm
+    python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
+        --run_b=runs/quick_lstm --labels=HM-LSTM,LSTM \
+        --output=runs/surprisal.png
+"""
+
+import json
+import math
+import os
+
+from absl import app
+from absl import flags
+import numpy as np
+
+REFERENCES = ("mean", "a", "b")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("run_a", None, "Output dir of examples/ptb_char.py, model A.")
+flags.DEFINE_string("run_b", None, "Output dir of examples/ptb_char.py, model B.")
+flags.DEFINE_string("model_a", None, "Step model dir of A (default: "
+                    "<run_a>/step_model; its parent is the run if --run_a is unset).")
+flags.DEFINE_string("model_b", None, "Step model dir of B (as --model_a).")
+flags.DEFINE_list("labels", None, "Two names for the table and plot "
+                  "(default: the cells).")
+flags.DEFINE_float("fraction", 0.1, "Share of characters taken as surprising.")
+flags.DEFINE_integer("max_offset", 4, "Steps after a surprising character.")
+flags.DEFINE_integer("max_chars", 0, "Score only the first N test characters "
+                     "(0: all).")
+flags.DEFINE_enum("reference", "mean", list(REFERENCES), "Rank characters by "
+                  "the mean loss of both models (Krause et al.) or by A's / B's.")
+flags.DEFINE_integer("seq_len", 100, "Chunk length of the batch-1 pass.")
+flags.DEFINE_string("data_dir", None, "Override the runs' TFDS data dir.")
+flags.DEFINE_string("manual_dir", None, "Override the runs' raw-corpus dir.")
+flags.DEFINE_string("output", "surprisal_recovery.png", "PNG of the plot.")
+flags.DEFINE_string("output_json", None, "JSON of the figures (default: "
+                    "--output with .json).")
+flags.DEFINE_integer("verbose", 1, "1: progress bars of the scoring passes.")
+
+
+# ----------------------------------------------------------------------------
+# Runs
+# ----------------------------------------------------------------------------
+def resolve_run(name, run_dir, model_dir):
+    """`(run_dir, model_dir)` of model `name` ("a" or "b") from the flags."""
+    if not run_dir and not model_dir:
+        raise ValueError(f"Give --run_{name} (a run dir) or --model_{name} "
+                         "(a step_model dir).")
+    given = f"--model_{name}={model_dir!r}" if model_dir else f"--run_{name}={run_dir!r}"
+    if not model_dir:
+        model_dir = os.path.join(run_dir, "step_model")
+    if not run_dir:
+        run_dir = os.path.dirname(os.path.normpath(model_dir))
+    if not os.path.exists(os.path.join(model_dir, "saved_model.pb")):
+        raise ValueError(f"{given}: no step export at {model_dir!r} (no "
+                         "saved_model.pb); did the run finish?")
+    if not os.path.exists(os.path.join(run_dir, "settings.json")):
+        raise ValueError(f"--run_{name}={run_dir!r} has no settings.json (the "
+                         "run directory of examples/ptb_char.py is needed for "
+                         "its test text).")
+    return run_dir, model_dir
+
+
+def _read_json(path):
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_step_model(model_dir):
+    """`(language_model, vocabulary)` restored from a step export.
+
+    Rebuilds `CharLanguageModel` from the exported configuration, assigns the
+    exported variables in order and checks that it reproduces the exported
+    `step` on a probe sequence.
+
+    Example:
+
+    >>> import tempfile
+    >>> from hmkeras.char_language_model import CharLanguageModel
+    >>> from hmkeras.data import CharVocabulary
+    >>> from hmkeras.step_export import export_step_model
+    >>> vocab = CharVocabulary.from_text("ab c")
+    >>> lm = CharLanguageModel(vocab_size=4, cell="lstm", units=4,
+    ...                        embedding_dim=3, output_units=4)
+    >>> path = export_step_model(lm, vocab, tempfile.mkdtemp())
+    >>> restored, restored_vocab = load_step_model(path)
+    >>> restored_vocab == vocab, restored.config == lm.config
+    (True, True)
+    """
+    import tensorflow as tf
+
+    from hmkeras.char_language_model import CharLanguageModel
+    from hmkeras.char_language_model import CharLanguageModelConfig
+    from hmkeras.data import CharVocabulary
+
+    loaded = tf.saved_model.load(model_dir)
+    info = loaded.signatures["info"]()
+    vocab = CharVocabulary.from_json(info["vocabulary_json"].numpy().decode("utf-8"))
+    config = CharLanguageModelConfig.from_json(info["config_json"].numpy().decode("utf-8"))
+    lm = CharLanguageModel(config)
+    saved, target = list(loaded.variables_list), list(lm.network.variables)
+    shapes = [tuple(v.shape) for v in saved]
+    if shapes != [tuple(v.shape) for v in target]:
+        raise ValueError(
+            f"The step export {model_dir!r} does not fit the network rebuilt from "
+            f"its configuration: {len(saved)} variables of shapes {shapes}, the "
+            f"rebuilt network has {[tuple(v.shape) for v in target]}."
+        )
+    for variable, value in zip(target, saved):
+        variable.assign(value)
+    _check_reproduces_step(loaded, lm, model_dir)
+    return lm, vocab
+
+
+def _check_reproduces_step(loaded, lm, model_dir, length=6, atol=1e-4):
+    """Raises unless `lm` gives the exported step's probabilities."""
+    import tensorflow as tf
+
+    tokens = np.arange(length, dtype=np.int32) % lm.config.vocab_size
+    logits, *_ = lm.network([tokens[None], *lm.zero_state(1)], training=False)
+    expected = tf.nn.softmax(tf.cast(logits, tf.float32))[0].numpy()
+    state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
+    for t, token in enumerate(tokens):
+        out = loaded.signatures["step"](token_ids=tf.constant([token]), **state)
+        state = {k: v for k, v in out.items() if k.startswith("state_")}
+        error = np.abs(out["probabilities"].numpy()[0] - expected[t]).max()
+        if error > atol:
+            raise ValueError(
+                f"The network rebuilt from {model_dir!r} differs from the exported "
+                f"step at probe step {t} (max |dp| = {error:.3g}); the export is "
+                "from an incompatible hmkeras version."
+            )
+
+
+def _data_key(settings, data_dir, manual_dir):
+    keys = ("dataset", "seed", "synthetic_train_chars", "synthetic_valid_chars",
+            "synthetic_test_chars")
+    return (tuple(settings.get(k) for k in keys),
+            data_dir or settings.get("data_dir"), manual_dir or settings.get("manual_dir"))
+
+
+def load_test_text(settings, data_dir=None, manual_dir=None):
+    """The test split a run of `examples/ptb_char.py` was evaluated on."""
+    from hmkeras import data
+
+    sizes = ("train_chars", "valid_chars", "test_chars")
+    return data.load_char_corpus(
+        settings["dataset"], "test", data_dir=data_dir or settings.get("data_dir"),
+        manual_dir=manual_dir or settings.get("manual_dir"),
+        allow_download=settings.get("download", True), seed=settings["seed"],
+        synthetic_sizes={k: settings[f"synthetic_{k}"] for k in sizes},
+    )
+
+
+class Run:
+    """One side of the comparison: settings, model, vocabulary, test text."""
+
+    def __init__(self, name, run_dir, model_dir):
+        self.name = name
+        self.run_dir, self.model_dir = resolve_run(name, run_dir, model_dir)
+        self.settings = _read_json(os.path.join(self.run_dir, "settings.json"))
+        self.results = _read_json(os.path.join(self.run_dir, "results.json"))
+        self.language_model, self.vocabulary = load_step_model(self.model_dir)
+        self.text = None
+
+    @property
+    def flag(self):
+        return f"--run_{self.name}={self.run_dir!r}"
+
+
+def load_texts(run_a, run_b, data_dir=None, manual_dir=None):
+    """Sets `run.text` of both runs (loaded once if their data settings agree)."""
+    key_a = _data_key(run_a.settings, data_dir, manual_dir)
+    run_a.text = load_test_text(run_a.settings, data_dir, manual_dir)
+    if _data_key(run_b.settings, data_dir, manual_dir) == key_a:
+        run_b.text = run_a.text
+    else:
+        run_b.text = load_test_text(run_b.settings, data_dir, manual_dir)
+
+
+def check_same_test(run_a, run_b):
+    """Raises a `ValueError` unless both runs share dataset, vocabulary and
+    (once loaded, `load_texts`) test text."""
+    dataset_a, dataset_b = run_a.settings["dataset"], run_b.settings["dataset"]
+    if dataset_a != dataset_b:
+        raise ValueError(
+            f"{run_a.flag} and {run_b.flag} use different datasets "
+            f"({dataset_a!r} and {dataset_b!r}); the comparison needs both models "
+            "scored on the same test text."
+        )
+    if run_a.vocabulary != run_b.vocabulary:
+        raise ValueError(
+            f"{run_a.flag} and {run_b.flag} have different vocabularies "
+            f"({len(run_a.vocabulary)} and {len(run_b.vocabulary)} symbols); the "
+            "per-character losses must be of the same symbols."
+        )
+    if run_a.text is None or run_b.text is None:
+        return
+    if run_a.text != run_b.text:
+        raise ValueError(
+            f"{run_a.flag} and {run_b.flag} have different {dataset_a!r} test texts "
+            f"({len(run_a.text):,} and {len(run_b.text):,} characters; for the "
+            "synthetic corpus the seed and --synthetic_*_chars must agree)."
+        )
+    if len(run_a.text) < 2:
+        raise ValueError(f"The test text of {run_a.flag} is too short to score.")
+
+
+def _check_reproduces_run(run, evaluation):
+    """Raises unless the whole-text BPC is the one the run reported."""
+    reported = run.results.get("test_bpc")
+    if (reported is None or run.settings.get("test_batch_size", 1) != 1
+            or evaluation.num_symbols != len(run.text)):
+        return
+    if not math.isclose(evaluation.bpc, reported, rel_tol=1e-3):
+        raise ValueError(
+            f"{run.flag}: the restored model scores {evaluation.bpc:.5f} bits/char "
+            f"on the test text loaded now, but the run reported {reported:.5f} "
+            "(results.json test_bpc): the data files differ from the run's "
+            "(check --data_dir / --manual_dir) or the step export is not the "
+            "model the run tested."
+        )
+
+
+# ----------------------------------------------------------------------------
+# Comparison
+# ----------------------------------------------------------------------------
+def compare(run_a, run_b, fraction=0.1, max_offset=4, max_chars=0,
+            reference="mean", seq_len=100, verbose=1):
+    """Scores both runs' models on the shared test text; returns the recovery.
+
+    Args:
+        run_a, run_b: `Run`s whose texts are loaded (`load_texts`).
+        fraction, max_offset, reference: See `surprisal_recovery`.
+        max_chars: Score only the first `max_chars` characters (0: all).
+        seq_len: Chunk length of the batch-1 pass.
+        verbose: Progress bars of `evaluate_char_model`.
+
+    Returns:
+        `(recovery, evaluations)`: a `SurprisalRecovery` and the two
+        `EvaluationResult`s (with `losses`).
+    """
+    from hmkeras.evaluation import evaluate_char_model
+    from hmkeras.surprisal_analysis import surprisal_recovery
+
+    check_same_test(run_a, run_b)
+    if max_chars < 0 or max_chars == 1:
+        raise ValueError(f"--max_chars must be 0 (all) or at least 2. Received: "
+                         f"--max_chars={max_chars!r}")
+    if reference not in REFERENCES:
+        raise ValueError(f"--reference must be one of {list(REFERENCES)}. "
+                         f"Received: --reference={reference!r}")
+    ids = run_a.vocabulary.encode(run_a.text)
+    if max_chars:
+        ids = ids[:max_chars]
+    evaluations = []
+    for run in (run_a, run_b):
+        evaluation = evaluate_char_model(run.language_model, ids, seq_len=seq_len,
+                                         return_losses=True, verbose=verbose)
+        _check_reproduces_run(run, evaluation)
+        evaluations.append(evaluation)
+    # Krause et al. Section 4.2: top `fraction` by the mean of both losses.
+    recovery = surprisal_recovery(evaluations[0].losses, evaluations[1].losses,
+                                  fraction=fraction, max_offset=max_offset,
+                                  reference=reference)
+    return recovery, evaluations
+
+
+def _nan_to_none(values):
+    return [None if not math.isfinite(v) else float(v) for v in values]
+
+
+def figures(run_a, run_b, labels, recovery, evaluations, fraction, reference):
+    """The JSON-able figures of the comparison."""
+    models = []
+    for run, label, loss, evaluation in zip(
+            (run_a, run_b), labels, (recovery.loss_a, recovery.loss_b), evaluations):
+        models.append({
+            "label": label, "run_dir": run.run_dir, "step_model": run.model_dir,
+            "cell": run.language_model.config.cell,
+            "bpc": evaluation.bpc,
+            "loss_after_surprise": _nan_to_none(loss),
+        })
+    return {
+        "paper": "Krause et al. 2017, Section 4.2 / Fig. 3",
+        "dataset": run_a.settings["dataset"],
+        "num_chars": evaluations[0].num_symbols,
+        "num_targets": evaluations[0].num_targets,
+        "fraction": fraction, "reference": reference,
+        "num_surprising": int(len(recovery.positions)),
+        "offsets": [int(k) for k in recovery.offsets],
+        "counts": [int(c) for c in recovery.counts],
+        "models": models,
+    }
+
+
+def format_table(result):
+    """The table of `figures(...)`: mean loss at / after surprising chars."""
+    offsets = result["offsets"]
+    head = ["surprising" if k == 0 else f"+{k}" for k in offsets]
+    width = max(12, *(len(m["label"]) + 1 for m in result["models"]))
+    ranked_by = ("mean loss of both models" if result["reference"] == "mean"
+                 else f"loss of model {result['reference'].upper()}")
+    lines = [
+        f"Recovery after surprising characters (Krause et al. Fig. 3): the "
+        f"{result['num_surprising']:,} characters ({result['fraction']:.0%}) of "
+        f"{result['num_targets']:,} with the largest {ranked_by}, "
+        f"{result['dataset']} test; bits/char",
+        f"{'model':<{width}}{'all':>8}" + "".join(f"{h:>12}" for h in head),
+    ]
+    for m in result["models"]:
+        cells = "".join(f"{'-' if v is None else format(v, '.4f'):>12}"
+                        for v in m["loss_after_surprise"])
+        lines.append(f"{m['label']:<{width}}{m['bpc']:>8.4f}{cells}")
+    return "\n".join(lines)
+
+
+def default_labels(run_a, run_b):
+    """The cells' names, made distinct when both runs use the same cell."""
+    a, b = run_a.language_model.config.cell, run_b.language_model.config.cell
+    return [a, b] if a != b else [f"{a} (A)", f"{b} (B)"]
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from hmkeras.surprisal_analysis import plot_surprisal_recovery
+
+    if not 0.0 < FLAGS.fraction <= 1.0:
+        raise ValueError(f"--fraction must be in (0, 1]. Received: "
+                         f"--fraction={FLAGS.fraction!r}")
+    if FLAGS.max_offset < 1:
+        raise ValueError(f"--max_offset must be at least 1. Received: "
+                         f"--max_offset={FLAGS.max_offset!r}")
+    if FLAGS.labels is not None and len(FLAGS.labels) != 2:
+        raise ValueError(f"--labels must name two models. Received: "
+                         f"--labels={','.join(FLAGS.labels)!r}")
+    run_a = Run("a", FLAGS.run_a, FLAGS.model_a)
+    run_b = Run("b", FLAGS.run_b, FLAGS.model_b)
+    check_same_test(run_a, run_b)  # before loading any text
+    load_texts(run_a, run_b, FLAGS.data_dir, FLAGS.manual_dir)
+    labels = FLAGS.labels or default_labels(run_a, run_b)
+    recovery, evaluations = compare(
+        run_a, run_b, fraction=FLAGS.fraction, max_offset=FLAGS.max_offset,
+        max_chars=FLAGS.max_chars, reference=FLAGS.reference,
+        seq_len=FLAGS.seq_len, verbose=FLAGS.verbose)
+    result = figures(run_a, run_b, labels, recovery, evaluations,
+                     FLAGS.fraction, FLAGS.reference)
+    print(format_table(result))
+    output_json = FLAGS.output_json or os.path.splitext(FLAGS.output)[0] + ".json"
+    for path in (FLAGS.output, output_json):
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+    plot_surprisal_recovery(
+        FLAGS.output, recovery, labels=labels,
+        title=f"Recovery after surprising characters ({result['dataset']})")
+    result["png"] = FLAGS.output
+    with open(output_json, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"wrote {FLAGS.output} and {output_json}")
+
+
+if __name__ == "__main__":
+    app.run(main)
