@@ -1,25 +1,16 @@
 """Tests of examples/ptb_char.py and examples/sample.py (tiny runs)."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(ROOT, "examples", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from example_modules import ROOT, load_example
 
 
-ptb_char = _load("ptb_char")
+
+ptb_char = load_example("ptb_char")
 FLAGS = ptb_char.FLAGS
 
 

@@ -7,7 +7,6 @@ runs in a subprocess (its flags `--output`, `--verbose`, ... share names with
 ptb_char's, so the two cannot be imported into one process).
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -20,21 +19,13 @@ import pytest
 
 from hmkeras import bits
 from hmkeras.data import wikitext2_raw
+from example_modules import ROOT, load_example
 from hmkeras.evaluation import EvaluationResult
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "compare_surprisal.py")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(ROOT, "examples", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ptb_char = _load("ptb_char")
+ptb_char = load_example("ptb_char")
 
 
 def _tiny_run(output_dir, cell):
