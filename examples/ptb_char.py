@@ -185,8 +185,15 @@ def load_texts(s):
         texts = {split: corpus.text(split) for split in ("train", "validation", "test")}
         info = {"true_entropy_rate_bits_per_char": corpus.entropy_rate_bits_per_char,
                 "true_test_bits_per_char": corpus.true_bits_per_char("test")}
-        # The corpus marks the last letter of every word.
-        return texts, lambda split, _: corpus.word_boundaries(split).astype(int), info
+        # The corpus marks the last letter of every word; the reference puts
+        # the boundary one step later, on the separator that follows, as for
+        # real text (spaces, PTB's `_`) and as Chung et al. observe their
+        # detectors fire ("after it sees a space").
+        def reference(split, _):
+            last_letters = corpus.word_boundaries(split).astype(int)
+            return np.concatenate([[0], last_letters[:-1]])
+
+        return texts, reference, info
     texts = {
         split: data.load_char_corpus(
             s["dataset"], split, data_dir=s["data_dir"], manual_dir=s["manual_dir"],
