@@ -90,10 +90,10 @@ class TrainingCheckpoint:
         """
         if not self.exists():
             return None
-        model.load_weights(os.path.join(self.path, _WEIGHTS))
         optimizer = model.optimizer
-        if not optimizer.built:
+        if not optimizer.built:  # so that no saved optimizer state is skipped
             optimizer.build(model.trainable_variables)
+        model.load_weights(os.path.join(self.path, _WEIGHTS))
         with np.load(os.path.join(self.path, _OPTIMIZER)) as saved:
             values = [saved[key] for key in sorted(saved.files)]
         if len(values) != len(optimizer.variables):
