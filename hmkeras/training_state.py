@@ -8,6 +8,9 @@ A checkpoint is a directory with
   batches (`hmkeras.stateful_training.TruncatedBPTTModel.carried_state`);
 * `optimizer.npz`: the optimizer's variables (iteration count, learning
   rate, Adam moments), in the optimizer's own order;
+* `random_state.npz`: the model's variables that are not weights, i.e.
+  the states of its `keras.random.SeedGenerator`s (dropout masks, sampled
+  boundaries), so a resumed run draws the same random numbers;
 * `progress.json`: the data position (`epoch`, `batch` = batches of that
   epoch already trained on) and whatever else the trainer keeps there
   (best validation loss, epochs without improvement, ...).
@@ -40,6 +43,7 @@ import numpy as np
 
 _WEIGHTS = "model.weights.h5"
 _OPTIMIZER = "optimizer.npz"
+_RANDOM_STATE = "random_state.npz"
 _PROGRESS = "progress.json"
 
 
@@ -65,8 +69,8 @@ class TrainingCheckpoint:
         os.makedirs(temporary)
         model.save_weights(os.path.join(temporary, _WEIGHTS))
         optimizer = model.optimizer
-        values = {f"v{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(optimizer.variables)}
-        np.savez(os.path.join(temporary, _OPTIMIZER), **values)
+        _save_values(os.path.join(temporary, _OPTIMIZER), optimizer.variables)
+        _save_values(os.path.join(temporary, _RANDOM_STATE), _random_state(model))
         with open(os.path.join(temporary, _PROGRESS), "w") as f:
             json.dump(progress, f, indent=2, sort_keys=True)
         previous = self.path + ".old"
@@ -94,14 +98,31 @@ class TrainingCheckpoint:
         if not optimizer.built:  # so that no saved optimizer state is skipped
             optimizer.build(model.trainable_variables)
         model.load_weights(os.path.join(self.path, _WEIGHTS))
-        with np.load(os.path.join(self.path, _OPTIMIZER)) as saved:
-            values = [saved[key] for key in sorted(saved.files)]
-        if len(values) != len(optimizer.variables):
-            raise ValueError(
-                f"The checkpoint in {self.path} holds {len(values)} optimizer "
-                f"variables but the optimizer has {len(optimizer.variables)}: "
-                "it was written by a different model or optimizer."
-            )
-        for variable, value in zip(optimizer.variables, values):
-            variable.assign(value)
+        _restore_values(os.path.join(self.path, _OPTIMIZER), optimizer.variables, "optimizer")
+        random_state = os.path.join(self.path, _RANDOM_STATE)
+        if os.path.exists(random_state):
+            _restore_values(random_state, _random_state(model), "random-state")
         return self.progress()
+
+
+def _random_state(model):
+    """The model's variables that are not weights (seed-generator states)."""
+    weights = {id(w) for w in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
+
+
+def _save_values(path, variables):
+    np.savez(path, **{f"v{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(variables)})
+
+
+def _restore_values(path, variables, what):
+    with np.load(path) as saved:
+        values = [saved[key] for key in sorted(saved.files)]
+    if len(values) != len(variables):
+        raise ValueError(
+            f"The checkpoint file {path} holds {len(values)} {what} variables "
+            f"but the model has {len(variables)}: it was written by a "
+            "different model or optimizer."
+        )
+    for variable, value in zip(variables, values):
+        variable.assign(value)

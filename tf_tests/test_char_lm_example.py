@@ -63,12 +63,17 @@ def test_non_hierarchical_cells_end_to_end(tmp_path, cell):
     assert os.path.exists(os.path.join(out, "segmentation.png"))
 
 
-def test_resume_reproduces_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("randomness", [
+    [],
+    # Random boundaries and dropout: the seed-generator states resume too.
+    ["--boundary_mode=sample", "--dropout=0.1", "--recurrent_dropout=0.1"],
+], ids=["deterministic", "sampled"])
+def test_resume_reproduces_uninterrupted_run(tmp_path, randomness):
     """Stop at step 5 (mid epoch 1), resume in a new model to step 16 (into
     epoch 2: state reset, slope 1.5): the same per-step losses as a run
     that was never interrupted."""
     common = ["--preset=quick", "--tiny", "--synthetic_train_chars=900",
-              "--max_epochs=2", "--verbose=0", "--save_every=1000"]
+              "--max_epochs=2", "--verbose=0", "--save_every=1000", *randomness]
     straight, resumed = str(tmp_path / "a"), str(tmp_path / "b")
     assert _run(*common, "--max_steps=16", f"--output_dir={straight}") is None
     assert _run(*common, "--max_steps=5", f"--output_dir={resumed}") is None
