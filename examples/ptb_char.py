@@ -105,7 +105,7 @@ flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
-flags.DEFINE_bool("layer_norm", False, "Layer normalization in the HM cells (hmlstm, hmrnn; the lstm and mlstm baselines have none).")
+flags.DEFINE_bool("layer_norm", False, "Layer normalization in the HM cells (hmlstm, hmrnn).")
 flags.DEFINE_bool("top_down", True, "Top-down connections (false: Kadar NoTopDown).")
 flags.DEFINE_bool("no_top_down", False, "Same as --top_down=false.")
 flags.DEFINE_bool("copy_last", False, "Kadar CopyLast variant of the top layer.")
@@ -142,6 +142,9 @@ def _check(name, value, allowed):
         )
 
 
+HIERARCHICAL_ONLY_FLAGS = ("layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode")
+
+
 def resolve_settings(flag_values):
     """The run's settings: preset, then `--tiny`, then explicit flags."""
     _check("preset", flag_values.preset, PRESETS)
@@ -161,7 +164,25 @@ def resolve_settings(flag_values):
     _check("dataset", settings["dataset"], DATASETS)
     _check("output", settings["output"], OUTPUTS)
     _check("boundary_mode", settings["boundary_mode"], BOUNDARY_MODES)
+    if settings["cell"] not in ("hmlstm", "hmrnn"):
+        # Options of the hierarchical cells: an error when given explicitly
+        # for another cell, dropped when they came from a preset.
+        for name in HIERARCHICAL_ONLY_FLAGS:
+            if settings[name] == flag_values[name].default:
+                continue
+            if flag_values[name].present:
+                raise ValueError(
+                    f"--{name} applies to the hierarchical cells (hmlstm, hmrnn) "
+                    f"only. Received: --cell={settings['cell']} --{name}={settings[name]!r}"
+                )
+            settings[name] = flag_values[name].default
+        settings["top_down"] = True
     if settings["cell"] == "mlstm":
+        if flag_values["num_layers"].present and settings["num_layers"] != 1:
+            raise ValueError(
+                "--cell=mlstm is one layer: --num_layers must be 1. "
+                f"Received: --num_layers={settings['num_layers']}"
+            )
         settings["num_layers"] = 1
     if settings["output_dir"] is None:
         prefix = flag_values.preset if flag_values.preset != "none" else settings["dataset"]

@@ -100,6 +100,19 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
         _settings(f"--{flag}={value}")
 
 
+def test_hierarchical_options_refused_for_other_cells():
+    with pytest.raises(ValueError, match="--layer_norm applies to the hierarchical cells"):
+        _settings("--cell=lstm", "--layer_norm")
+    with pytest.raises(ValueError, match="--boundary_mode applies"):
+        _settings("--cell=mlstm", "--boundary_mode=soft")
+    with pytest.raises(ValueError, match="--num_layers must be 1"):
+        _settings("--cell=mlstm", "--num_layers=2")
+    # From a preset they are dropped: the quick preset's layer norm is the
+    # HM cells' option, the LSTM baseline runs without it.
+    s = _settings("--preset=quick", "--cell=lstm")
+    assert s["layer_norm"] is False and s["top_down"] is True
+
+
 def test_presets_and_explicit_flags():
     s = _settings("--preset=hutter_mlstm")
     assert (s["cell"], s["units"], s["embedding_dim"], s["weight_norm"],
