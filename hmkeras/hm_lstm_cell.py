@@ -159,8 +159,8 @@ class HMLSTMCell(HierarchicalCell):
 
         The recurrent and top-down products only read the previous step, so
         as one matmul of `[h^l_{t-1}, z^l_{t-1} h^{l+1}_{t-1}]` against the
-        stacked kernel they run for all layers at once while the bottom-up
-        chain of the step proceeds.  `keras.layers.RNN` builds the stacked
+        stacked kernel they can start when the step starts, independently
+        of the bottom-up chain through the layers.  `keras.layers.RNN` builds the stacked
         kernels before its time loop (see `variational_dropout`).  With
         layer normalization each product is normalized on its own and
         nothing is stacked.
@@ -182,7 +182,8 @@ class HMLSTMCell(HierarchicalCell):
         params = self._layer_params[index]
         has_top_down = "top_down_kernel" in params
         if "recurrent_top_down_kernels" in constants:
-            # z is 0 or 1 per row, so it gates the inputs of the products.
+            # z is one scalar per row: it can gate a product's input
+            # instead of its output.
             if z_below is not None:
                 below = z_below * below  # Eq. (7): gated by z^{l-1}_t
             s = tf.matmul(below, params["kernel"]) + params["bias"]
