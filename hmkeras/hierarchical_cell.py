@@ -111,13 +111,6 @@ def _check_positive_int(name, value):
         )
 
 
-def _check_rate(name, value):
-    if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(
-            f"`{name}` must be a float in [0, 1). Received: {name}={value!r}"
-        )
-
-
 def resolve_layer_sizes(units, num_layers):
     """Per-layer sizes from `units` (int or list) and `num_layers`."""
     if isinstance(units, (list, tuple)):
@@ -288,6 +281,56 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         gain = self.add_weight(name=f"{name}_gain", shape=(size,), initializer="ones")
         bias = self.add_weight(name=f"{name}_beta", shape=(size,), initializer="zeros")
         return gain, bias
+
+    def _add_products(self, index, input_size, units, above_units):
+        """The weights of a layer's three products (Chung Eq. 5-7).
+
+        `kernel_{n}` (W, bottom-up), `recurrent_kernel_{n}` (U) and, below
+        the top when `top_down`, `top_down_kernel_{n}` (V); with
+        `layer_norm`, one normalization per product (Ba et al. Eq. 20).
+
+        Returns:
+            The layer's parameter dict, for the subclass to complete.
+        """
+        n = index + 1  # paper numbering of the layers
+        has_boundary = above_units is not None
+        params = {
+            "kernel": self._add_matrix(
+                f"kernel_{n}", input_size, units, has_boundary,
+                self.kernel_initializer, self.kernel_regularizer,
+            ),
+            "recurrent_kernel": self._add_matrix(
+                f"recurrent_kernel_{n}", units, units, has_boundary,
+                self.recurrent_initializer, self.recurrent_regularizer,
+            ),
+        }
+        if has_boundary and self.top_down:
+            params["top_down_kernel"] = self._add_matrix(
+                f"top_down_kernel_{n}", above_units, units, has_boundary,
+                self.recurrent_initializer, self.recurrent_regularizer,
+            )
+        if self.layer_norm:
+            columns = self._columns_per_unit * units + int(has_boundary)
+            for name in ("bottom_up", "recurrent", "top_down"):
+                if name != "top_down" or "top_down_kernel" in params:
+                    params[f"norm_{name}"] = self._add_layer_norm(f"norm_{name}_{n}", columns)
+        return params
+
+    def _products(self, params, below, recurrent, above):
+        """`(W h^{l-1}_t, U h^l_{t-1}, V h^{l+1}_{t-1} or None)`, each
+        layer-normalized on its own with `layer_norm` (Ba et al. Eq. 20)."""
+        products = [
+            tf.matmul(below, params["kernel"]),  # Chung Eq. (7)
+            tf.matmul(recurrent, params["recurrent_kernel"]),  # Chung Eq. (5)
+        ]
+        if "top_down_kernel" in params:
+            products.append(tf.matmul(above, params["top_down_kernel"]))  # Chung Eq. (6)
+        if self.layer_norm:
+            names = ("norm_bottom_up", "norm_recurrent", "norm_top_down")
+            products = [self._normalize(p, params[n]) for p, n in zip(products, names)]
+        if len(products) == 2:
+            products.append(None)
+        return tuple(products)
 
     @staticmethod
     def _normalize(x, gain_and_bias, epsilon=1e-5):

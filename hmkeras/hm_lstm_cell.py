@@ -110,22 +110,8 @@ class HMLSTMCell(HierarchicalCell):
 
     def _build_layer(self, index, input_size, units, above_units):
         n = index + 1  # paper numbering of weights
-        has_boundary = above_units is not None
-        columns = 4 * units + int(has_boundary)
-        params = {}
-        params["kernel"] = self._add_matrix(
-            f"kernel_{n}", input_size, units, has_boundary,
-            self.kernel_initializer, self.kernel_regularizer,
-        )
-        params["recurrent_kernel"] = self._add_matrix(
-            f"recurrent_kernel_{n}", units, units, has_boundary,
-            self.recurrent_initializer, self.recurrent_regularizer,
-        )
-        if has_boundary and self.top_down:
-            params["top_down_kernel"] = self._add_matrix(
-                f"top_down_kernel_{n}", above_units, units, has_boundary,
-                self.recurrent_initializer, self.recurrent_regularizer,
-            )
+        columns = 4 * units + int(above_units is not None)
+        params = self._add_products(index, input_size, units, above_units)
 
         def bias_initializer(shape, dtype=None):
             bias = self.bias_initializer(shape, dtype=dtype)
@@ -146,11 +132,7 @@ class HMLSTMCell(HierarchicalCell):
             initializer=bias_initializer,
             regularizer=self.bias_regularizer,
         )
-        if self.layer_norm:
-            params["norm_bottom_up"] = self._add_layer_norm(f"norm_bottom_up_{n}", columns)
-            params["norm_recurrent"] = self._add_layer_norm(f"norm_recurrent_{n}", columns)
-            if "top_down_kernel" in params:
-                params["norm_top_down"] = self._add_layer_norm(f"norm_top_down_{n}", columns)
+        if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
             params["norm_cell"] = self._add_layer_norm(f"norm_cell_{n}", units)
         self._layer_params.append(params)
 
@@ -191,14 +173,7 @@ class HMLSTMCell(HierarchicalCell):
             if has_top_down:  # Eq. (6): gated by z^l_{t-1}
                 past = tf.concat([recurrent, z_previous * above], axis=-1)
             return s + tf.matmul(past, constants["recurrent_top_down_kernels"][index])
-        bottom_up = tf.matmul(below, params["kernel"])  # Eq. (7)
-        recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # Eq. (5)
-        top_down = tf.matmul(above, params["top_down_kernel"]) if has_top_down else None  # Eq. (6)
-        if self.layer_norm:  # Ba et al. Eq. (20), one normalization per product
-            bottom_up = self._normalize(bottom_up, params["norm_bottom_up"])
-            recurrent = self._normalize(recurrent, params["norm_recurrent"])
-            if top_down is not None:
-                top_down = self._normalize(top_down, params["norm_top_down"])
+        bottom_up, recurrent, top_down = self._products(params, below, recurrent, above)
         if z_below is not None:
             bottom_up = z_below * bottom_up  # Eq. (7): gated by z^{l-1}_t
         s = bottom_up + recurrent + params["bias"]

@@ -68,35 +68,13 @@ class HMRNNCell(HierarchicalCell):
     _columns_per_unit = 1
 
     def _build_layer(self, index, input_size, units, above_units):
-        n = index + 1
-        has_boundary = above_units is not None
-        params = {
-            "kernel": self._add_matrix(
-                f"kernel_{n}", input_size, units, has_boundary,
-                self.kernel_initializer, self.kernel_regularizer,
-            ),
-            "recurrent_kernel": self._add_matrix(
-                f"recurrent_kernel_{n}", units, units, has_boundary,
-                self.recurrent_initializer, self.recurrent_regularizer,
-            ),
-            "bias": self.add_weight(
-                name=f"bias_{n}",
-                shape=(units + int(has_boundary),),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-            ),
-        }
-        if has_boundary and self.top_down:
-            params["top_down_kernel"] = self._add_matrix(
-                f"top_down_kernel_{n}", above_units, units, has_boundary,
-                self.recurrent_initializer, self.recurrent_regularizer,
-            )
-        if self.layer_norm:
-            columns = units + int(has_boundary)
-            for name in ("bottom_up", "recurrent", "top_down"):
-                if name == "top_down" and "top_down_kernel" not in params:
-                    continue
-                params[f"norm_{name}"] = self._add_layer_norm(f"norm_{name}_{n}", columns)
+        params = self._add_products(index, input_size, units, above_units)
+        params["bias"] = self.add_weight(
+            name=f"bias_{index + 1}",
+            shape=(units + int(above_units is not None),),
+            initializer=self.bias_initializer,
+            regularizer=self.bias_regularizer,
+        )
         self._layer_params.append(params)
 
     def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
@@ -104,16 +82,8 @@ class HMRNNCell(HierarchicalCell):
         params = self._layer_params[index]
         units = self.units[index]
         (h_previous,) = state
-        bottom_up = tf.matmul(below, params["kernel"])  # W h^{l-1}_t
-        recurrent = tf.matmul(recurrent, params["recurrent_kernel"])  # U h^l_{t-1}
-        top_down = None
-        if "top_down_kernel" in params:
-            top_down = tf.matmul(above, params["top_down_kernel"])  # V h^{l+1}_{t-1}
-        if self.layer_norm:
-            bottom_up = self._normalize(bottom_up, params["norm_bottom_up"])
-            recurrent = self._normalize(recurrent, params["norm_recurrent"])
-            if top_down is not None:
-                top_down = self._normalize(top_down, params["norm_top_down"])
+        # W h^{l-1}_t, U h^l_{t-1}, V h^{l+1}_{t-1} (layer-normalized with layer_norm)
+        bottom_up, recurrent, top_down = self._products(params, below, recurrent, above)
         s = bottom_up + params["bias"]
         if z_previous is None:
             s = s + recurrent  # Eq. (14): the top layer never FLUSHes
