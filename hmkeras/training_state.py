@@ -2,12 +2,12 @@
 
 A checkpoint is a directory with
 
-* `model.weights.h5`: every variable of the training model, i.e. the
-  parameters, the hard-sigmoid slope of a hierarchical cell (a
-  non-trainable weight) and the RNN state carried across truncated-BPTT
-  batches (`hmkeras.stateful_training.TruncatedBPTTModel.carried_state`);
-* `optimizer.npz`: the optimizer's variables (iteration count, learning
-  rate, Adam moments), in the optimizer's own order;
+* `model.weights.h5` (Keras' `save_weights`): every weight of the training
+  model, i.e. the parameters, the hard-sigmoid slope of a hierarchical cell
+  (a non-trainable weight) and the RNN state carried across truncated-BPTT
+  batches (`hmkeras.stateful_training.TruncatedBPTTModel.carried_state`),
+  and the optimizer's variables (iteration count, learning rate, Adam
+  moments);
 * `random_state.npz`: the model's variables that are not weights, i.e.
   the states of its `keras.random.SeedGenerator`s (dropout masks, sampled
   boundaries), so a resumed run draws the same random numbers;
@@ -39,10 +39,10 @@ import json
 import os
 import shutil
 
+import h5py
 import numpy as np
 
 _WEIGHTS = "model.weights.h5"
-_OPTIMIZER = "optimizer.npz"
 _RANDOM_STATE = "random_state.npz"
 _PROGRESS = "progress.json"
 
@@ -68,8 +68,6 @@ class TrainingCheckpoint:
         shutil.rmtree(temporary, ignore_errors=True)
         os.makedirs(temporary)
         model.save_weights(os.path.join(temporary, _WEIGHTS))
-        optimizer = model.optimizer
-        _save_values(os.path.join(temporary, _OPTIMIZER), optimizer.variables)
         _save_values(os.path.join(temporary, _RANDOM_STATE), _random_state(model))
         with open(os.path.join(temporary, _PROGRESS), "w") as f:
             json.dump(progress, f, indent=2, sort_keys=True)
@@ -95,10 +93,20 @@ class TrainingCheckpoint:
         if not self.exists():
             return None
         optimizer = model.optimizer
-        if not optimizer.built:  # so that no saved optimizer state is skipped
+        if not optimizer.built:  # Keras skips the state of an unbuilt optimizer
             optimizer.build(model.trainable_variables)
-        model.load_weights(os.path.join(self.path, _WEIGHTS))
-        _restore_values(os.path.join(self.path, _OPTIMIZER), optimizer.variables, "optimizer")
+        weights = os.path.join(self.path, _WEIGHTS)
+        # Keras only warns when the optimizer's variables do not match the
+        # saved ones and then skips them: refuse instead.
+        with h5py.File(weights, "r") as saved:
+            saved_count = len(saved["optimizer/vars"]) if "optimizer/vars" in saved else 0
+        if saved_count != len(optimizer.variables):
+            raise ValueError(
+                f"The checkpoint {weights} holds {saved_count} optimizer "
+                f"variables but the optimizer has {len(optimizer.variables)}: "
+                "it was written by a different model or optimizer."
+            )
+        model.load_weights(weights)
         random_state = os.path.join(self.path, _RANDOM_STATE)
         if os.path.exists(random_state):
             _restore_values(random_state, _random_state(model), "random-state")
