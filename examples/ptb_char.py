@@ -6,8 +6,11 @@ from batch to batch and reset at every epoch start), Adam with gradient-norm
 clipping, the learning rate divided by 50 when the validation BPC stops
 improving, early stopping and slope annealing `min(5, 1 + 0.04 * epoch)`.
 Then it evaluates the test set the way Kadar et al. do (batch 1, state
-carried over the whole text in chunks of 100), scores the layer-1
-boundaries against the word boundaries, draws the segmentation of a
+carried over the whole text in chunks of 100), scores the boundaries of
+every layer against the word boundaries (placed on the separator and on the
+last character of each word; the better alignment is the headline, both are
+in results.json) and, on the synthetic corpus, z^2 against the phrase ends,
+draws the segmentation of a
 validation excerpt (Chung et al. Fig. 3/4) and exports a stateless step
 model for `examples/sample.py`.
 
@@ -31,6 +34,9 @@ Examples:
     python examples/ptb_char.py --preset=ptb --output=simple --top_down=false
     # Krause et al.'s mLSTM on enwik8 (GPU):
     python examples/ptb_char.py --preset=hutter_mlstm --manual_dir=~/data/enwik8
+    # Your own UTF-8 text (the last 5% + 5% are validation and test):
+    python examples/ptb_char.py --preset=quick --dataset=text_file \
+        --text_file=book.txt --output_dir=runs/book
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
     # Krause et al. Fig. 3, recovery after surprising characters:
     python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
@@ -42,6 +48,7 @@ Flags given on the command line override the preset's values.
 import json
 import math
 import os
+import sys
 import time
 
 from absl import app
@@ -77,7 +84,9 @@ TINY = dict(
     synthetic_test_chars=800, valid_batch_size=2, zrate_chars=400,
     excerpt_chars=120, multiplicative_units=0,
 )
-DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw")
+DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_file")
+# Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits).
+TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
 
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)
@@ -92,6 +101,13 @@ flags.DEFINE_integer("seed", 0, "Seed of the initialization and the synthetic co
 flags.DEFINE_integer("synthetic_train_chars", 1_000_000, "Synthetic corpus sizes.")
 flags.DEFINE_integer("synthetic_valid_chars", 50_000, "")
 flags.DEFINE_integer("synthetic_test_chars", 50_000, "")
+flags.DEFINE_string("text_file", None, "--dataset=text_file: a UTF-8 text file to train on.")
+flags.DEFINE_string("valid_file", None, "Validation text file (default: cut from --text_file).")
+flags.DEFINE_string("test_file", None, "Test text file (default: cut from --text_file).")
+flags.DEFINE_float("valid_fraction", 0.05, "Share of --text_file for validation, "
+                   "without --valid_file (after the training part).")
+flags.DEFINE_float("test_fraction", 0.05, "Share of --text_file for the test, "
+                   "without --test_file (the end of the file).")
 # Model.
 flags.DEFINE_string("cell", "hmlstm", "One of hmlstm, hmrnn, lstm, mlstm.")
 flags.DEFINE_integer("units", 512, "Units of every recurrent layer.")
@@ -105,7 +121,16 @@ flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
-flags.DEFINE_bool("layer_norm", False, "Layer normalization in the HM cells (hmlstm, hmrnn).")
+flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM cells (hmlstm, hmrnn); "
+                  "--nolayer_norm for Kadar et al.'s non-LN rows.")
+flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors (extension).")
+flags.DEFINE_list("boundary_rate_targets", None, "Targets of z^1 .. z^{L-1} for the "
+                  "boundary-rate penalty (extension), e.g. 0.2,0.05.")
+flags.DEFINE_float("boundary_rate_weight", 0.0, "Weight of the boundary-rate penalty.")
+flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
+                     "every N steps.")
+flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
+                  "layer collapses to 0 or 1.")
 flags.DEFINE_bool("top_down", True, "Top-down connections (false: Kadar NoTopDown).")
 flags.DEFINE_bool("no_top_down", False, "Same as --top_down=false.")
 flags.DEFINE_bool("copy_last", False, "Kadar CopyLast variant of the top layer.")
@@ -135,14 +160,42 @@ flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).")
 _OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
 
 
+class FlagError(ValueError):
+    """A bad flag value or combination; `main` reports it in one line."""
+
+
 def _check(name, value, allowed):
     if value not in allowed:
-        raise ValueError(
+        raise FlagError(
             f"--{name} must be one of {list(allowed)}. Received: --{name}={value!r}"
         )
 
 
-HIERARCHICAL_ONLY_FLAGS = ("layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode")
+def _check_text_file_flags(settings, flag_values):
+    """--text_file and its companions go with --dataset=text_file only."""
+    if settings["dataset"] != "text_file":
+        for name in TEXT_FILE_FLAGS:
+            if flag_values[name].present:
+                raise FlagError(
+                    f"--{name} applies to --dataset=text_file only. Received: "
+                    f"--dataset={settings['dataset']} --{name}={settings[name]!r}"
+                )
+        return
+    if not settings["text_file"]:
+        raise FlagError("--dataset=text_file needs --text_file=PATH, a UTF-8 text file.")
+    for part in ("valid", "test"):
+        if settings[f"{part}_file"] and flag_values[f"{part}_fraction"].present:
+            raise FlagError(
+                f"--{part}_fraction applies only without --{part}_file. Received: "
+                f"--{part}_file={settings[f'{part}_file']!r} "
+                f"--{part}_fraction={settings[f'{part}_fraction']!r}"
+            )
+
+
+HIERARCHICAL_ONLY_FLAGS = (
+    "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
+    "boundary_bias", "boundary_rate_targets", "boundary_rate_weight", "stop_on_collapse",
+)
 
 
 def resolve_settings(flag_values):
@@ -162,16 +215,15 @@ def resolve_settings(flag_values):
 
     _check("cell", settings["cell"], CELLS)
     _check("dataset", settings["dataset"], DATASETS)
+    _check_text_file_flags(settings, flag_values)
     _check("output", settings["output"], OUTPUTS)
     _check("boundary_mode", settings["boundary_mode"], BOUNDARY_MODES)
     if settings["cell"] not in ("hmlstm", "hmrnn"):
         # Options of the hierarchical cells: an error when given explicitly
         # for another cell, dropped when they came from a preset.
         for name in HIERARCHICAL_ONLY_FLAGS:
-            if settings[name] == flag_values[name].default:
-                continue
             if flag_values[name].present:
-                raise ValueError(
+                raise FlagError(
                     f"--{name} applies to the hierarchical cells (hmlstm, hmrnn) "
                     f"only. Received: --cell={settings['cell']} --{name}={settings[name]!r}"
                 )
@@ -179,7 +231,7 @@ def resolve_settings(flag_values):
         settings["top_down"] = True
     if settings["cell"] == "mlstm":
         if flag_values["num_layers"].present and settings["num_layers"] != 1:
-            raise ValueError(
+            raise FlagError(
                 "--cell=mlstm is one layer: --num_layers must be 1. "
                 f"Received: --num_layers={settings['num_layers']}"
             )
@@ -194,7 +246,15 @@ def resolve_settings(flag_values):
 # Data
 # ----------------------------------------------------------------------------
 def load_texts(s):
-    """`(texts, reference)`: the three splits and a boundary-reference fn."""
+    """`(texts, reference, info)`: the three splits, a boundary-reference fn
+    and corpus figures for results.json.
+
+    `reference(split, text)` gives `{unit: {alignment: 0/1 array}}`: the word
+    boundaries (`"words"`; on the synthetic corpus also the phrase ends,
+    `"phrases"`), each placed on the separator that follows the unit
+    (`"separator"`) and on its last character (`"last_char"`); a model may
+    learn either, its boundaries are scored against both.
+    """
     from hmkeras import boundary_metrics
     from hmkeras import data
 
@@ -206,30 +266,78 @@ def load_texts(s):
         texts = {split: corpus.text(split) for split in ("train", "validation", "test")}
         info = {"true_entropy_rate_bits_per_char": corpus.entropy_rate_bits_per_char,
                 "true_test_bits_per_char": corpus.true_bits_per_char("test")}
-        # The corpus marks the last letter of every word; the reference puts
-        # the boundary one step later, on the separator that follows, as for
-        # real text (spaces, PTB's `_`) and as Chung et al. observe their
-        # detectors fire ("after it sees a space").
+        # The corpus marks the last letter of every unit; the separator
+        # alignment puts the boundary one step later, on the separator that
+        # follows, as for real text (spaces, PTB's `_`) and as Chung et al.
+        # observe their detectors fire ("after it sees a space").
         def reference(split, _):
-            last_letters = corpus.word_boundaries(split).astype(int)
-            return np.concatenate([[0], last_letters[:-1]])
+            references = {}
+            for unit, marks in (("words", corpus.word_boundaries(split)),
+                                ("phrases", corpus.phrase_boundaries(split))):
+                last_char = marks.astype(int)
+                references[unit] = {"separator": np.concatenate([[0], last_char[:-1]]),
+                                    "last_char": last_char}
+            return references
 
         return texts, reference, info
-    texts = {
-        split: data.load_char_corpus(
-            s["dataset"], split, data_dir=s["data_dir"], manual_dir=s["manual_dir"],
-            allow_download=s["download"],
-        )
-        for split in ("train", "validation", "test")
-    }
+    if s["dataset"] == "text_file":
+        texts = read_text_file_splits(s)
+    else:
+        texts = {
+            split: data.load_char_corpus(
+                s["dataset"], split, data_dir=s["data_dir"], manual_dir=s["manual_dir"],
+                allow_download=s["download"],
+            )
+            for split in ("train", "validation", "test")
+        }
     separators = "_" if s["dataset"] == "ptb_char" else " \t\n"
 
     def reference(_, text):
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("latin-1")
-        return boundary_metrics.reference_boundaries(text, separators=separators)
+        return {"words": {
+            "separator": boundary_metrics.reference_boundaries(text, separators),
+            "last_char": boundary_metrics.reference_boundaries(text, separators, "before"),
+        }}
 
     return texts, reference, {}
+
+
+def read_text_file_splits(s):
+    """The three splits of --dataset=text_file; bad input is a `FlagError`.
+
+    `hmkeras.data.read_text_splits` names its arguments in its errors; they
+    are the flags of the same names. A validation or test symbol that the
+    training text lacks is refused here, naming where it comes from.
+    """
+    from hmkeras import data
+
+    try:
+        train, valid, test = data.read_text_splits(
+            **{name: s[name] for name in TEXT_FILE_FLAGS})
+    except (ValueError, OSError) as error:
+        message = str(error)
+        for name in TEXT_FILE_FLAGS:
+            message = message.replace(f"`{name}`", f"--{name}")
+        raise FlagError(message) from None
+    texts = {"train": train, "validation": valid, "test": test}
+    known = set(train)
+    for split, part in (("validation", "valid"), ("test", "test")):
+        unknown = sorted(set(texts[split]) - known)
+        if not unknown:
+            continue
+        if s[f"{part}_file"]:
+            source, remedy = f"--{part}_file", "a --text_file that holds them"
+        else:
+            source = (f"The {split} part of --text_file "
+                      f"(--{part}_fraction={s[f'{part}_fraction']})")
+            remedy = f"a --text_file whose training part holds them, or a --{part}_file"
+        raise FlagError(
+            f"{source} holds {len(unknown)} symbol(s) absent from the training "
+            f"text, which the vocabulary comes from: {unknown[:20]}"
+            f"{' ...' if len(unknown) > 20 else ''}. Use {remedy}."
+        )
+    return texts
 
 
 # ----------------------------------------------------------------------------
@@ -277,11 +385,16 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
                     lm, valid_ids[: s["zrate_chars"]], seq_len=s["seq_len"], verbose=0
                 )
                 for layer, rate in enumerate(sliced.z_rates):
-                    logs[f"z_rate_{layer + 1}"] = rate
+                    logs[f"val_z_rate_{layer + 1}"] = rate
                 if sliced.z_ratio is not None:
-                    logs["z_ratio"] = sliced.z_ratio
+                    logs["val_z_ratio"] = sliced.z_ratio
 
     callbacks = [Progress(), Validation()]
+    if lm.is_hierarchical:
+        # Per-layer z rates of the training batches in the logs every
+        # --monitor_interval steps, and a warning naming a collapsed layer.
+        callbacks.insert(1, hmkeras.BoundaryMonitor(
+            interval=s["monitor_interval"], stop_on_collapse=s["stop_on_collapse"]))
     if lm.is_hierarchical and s["slope_schedule"]:
         start, rate, top = s["slope"], s["slope_rate"], s["slope_max"]
         # Chung et al. Sec. 4.1: a = min(5, 1 + 0.04 * epoch).
@@ -431,6 +544,19 @@ def plot_excerpt(s, lm, vocab, text, path):
     return path
 
 
+def _rate_targets(values):
+    """--boundary_rate_targets as floats (None when not given)."""
+    if values is None:
+        return None
+    try:
+        return [float(v) for v in values]
+    except ValueError:
+        raise FlagError(
+            "--boundary_rate_targets must be numbers in [0, 1], one per boundary "
+            f"layer, e.g. 0.2,0.05. Received: --boundary_rate_targets={','.join(values)}"
+        ) from None
+
+
 def run(s):
     """The whole job; returns the results dict (also in results.json)."""
     started = time.time()
@@ -454,6 +580,9 @@ def run(s):
         output=s["output"], output_units=s["output_units"],
         boundary_mode=s["boundary_mode"], slope=s["slope"],
         layer_norm=s["layer_norm"], top_down=s["top_down"], copy_last=s["copy_last"],
+        boundary_bias=s["boundary_bias"],
+        boundary_rate_targets=_rate_targets(s["boundary_rate_targets"]),
+        boundary_rate_weight=s["boundary_rate_weight"],
         weight_normalization=s["weight_norm"], dropout=s["dropout"],
         recurrent_dropout=s["recurrent_dropout"],
         multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
@@ -472,9 +601,10 @@ def run(s):
     print(f"Test set: batch {s['test_batch_size']}, state carried over "
           f"{len(ids['test']):,} characters (Kadar et al.).")
     batch1 = s["test_batch_size"] == 1
+    references = reference("test", texts["test"]) if batch1 and lm.is_hierarchical else None
     test = evaluate_char_model(
         lm, ids["test"], batch_size=s["test_batch_size"], verbose=s["verbose"],
-        reference=reference("test", texts["test"]) if batch1 and lm.is_hierarchical else None,
+        reference=references["words"] if references else None,
         keep_boundaries=lm.is_hierarchical and batch1,
     )
     results = {
@@ -490,13 +620,7 @@ def run(s):
         results.update(z_rates=test.z_rates, z_ratio=test.z_ratio,
                        boundary_scores=test.boundary_scores)
         if test.boundaries is not None:
-            from hmkeras import boundary_metrics
-
-            ref = reference("test", texts["test"])[: test.boundaries.shape[0]]
-            results["boundary_scores_tolerance_1"] = [
-                boundary_metrics.boundary_scores(test.boundaries[:, k], ref, 1)._asdict()
-                for k in range(test.boundaries.shape[1])
-            ]
+            results.update(more_boundary_scores(test.boundaries, references))
     results["segmentation_png"] = plot_excerpt(
         s, lm, vocab, texts["validation"], os.path.join(s["output_dir"], "segmentation.png"))
     results["step_model"] = export_step_model(
@@ -508,6 +632,42 @@ def run(s):
         json.dump(_finite(results), f, indent=2)
     _print_summary(results)
     return results
+
+
+def more_boundary_scores(boundaries, references):
+    """Boundary figures beyond `evaluate_char_model`'s, for results.json.
+
+    `boundary_scores_tolerance_1`: every layer against the words, one step
+    of tolerance. With phrase references (synthetic corpus) and a second
+    boundary layer, `phrase_boundary_scores` and
+    `phrase_boundary_scores_tolerance_1`: z^2 against the phrase ends. Each
+    entry is an `AlignedBoundaryScores.as_dict()`: the scores of every
+    alignment, the best one (`alignment`) and its figures.
+
+    Args:
+        boundaries: The `(T, L-1)` boundaries of the test text.
+        references: `{unit: {alignment: array}}` of `load_texts`' reference.
+
+    Returns:
+        A JSON-able dict.
+    """
+    from hmkeras import boundary_metrics
+
+    def cut(unit):
+        return {name: values[: boundaries.shape[0]]
+                for name, values in references[unit].items()}
+
+    out = {"boundary_scores_tolerance_1": [
+        scores.as_dict()
+        for scores in boundary_metrics.layer_boundary_scores(boundaries, cut("words"), 1)
+    ]}
+    if "phrases" in references and boundaries.shape[1] >= 2:
+        for tolerance, key in ((0, "phrase_boundary_scores"),
+                               (1, "phrase_boundary_scores_tolerance_1")):
+            scores = boundary_metrics.aligned_boundary_scores(
+                boundaries[:, 1], cut("phrases"), tolerance)
+            out[key] = {"layer": 2, **scores.as_dict()}
+    return out
 
 
 def word_level_results(test, test_text):
@@ -566,21 +726,43 @@ def _print_summary(r):
     if r.get("z_rates") is not None:
         print("z rates " + ", ".join(f"z^{i + 1} {v:.3f}" for i, v in enumerate(r["z_rates"]))
               + (f"; z-ratio {r['z_ratio']:.3f}" if r.get("z_ratio") is not None else ""))
-    if r.get("boundary_scores"):
-        b = r["boundary_scores"][0]
-        print(f"layer-1 boundaries vs word boundaries: P {b['precision']:.3f} "
-              f"R {b['recall']:.3f} F1 {b['f1']:.3f}"
-              + (f" (tolerance 1: F1 {r['boundary_scores_tolerance_1'][0]['f1']:.3f})"
-                 if r.get("boundary_scores_tolerance_1") else ""))
+    for layer, scores in enumerate(r.get("boundary_scores") or []):
+        loose = r.get("boundary_scores_tolerance_1")
+        print(_boundary_line(f"z^{layer + 1} vs words", scores,
+                             loose[layer] if loose else None))
+    if r.get("phrase_boundary_scores"):
+        print(_boundary_line(f"z^{r['phrase_boundary_scores']['layer']} vs phrases",
+                             r["phrase_boundary_scores"],
+                             r.get("phrase_boundary_scores_tolerance_1")))
     print(f"wrote {r['segmentation_png']} and {r['step_model']}")
+
+
+ALIGNMENT_NAMES = {"separator": "separator", "last_char": "last character"}
+
+
+def _boundary_line(label, scores, loose=None):
+    """`z^1 vs words: P .. R .. F1 .. (aligned on: last character; separator
+    F1 ..; tolerance 1: F1 ..)` from `AlignedBoundaryScores.as_dict()`s."""
+    notes = [f"aligned on: {ALIGNMENT_NAMES.get(scores['alignment'], scores['alignment'])}"]
+    notes += [f"{ALIGNMENT_NAMES.get(name, name)} F1 {other['f1']:.3f}"
+              for name, other in scores["by_alignment"].items()
+              if name != scores["alignment"]]
+    if loose is not None:
+        notes.append(f"tolerance 1: F1 {loose['f1']:.3f}")
+    return (f"{label}: P {scores['precision']:.3f} R {scores['recall']:.3f} "
+            f"F1 {scores['f1']:.3f} ({'; '.join(notes)})")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    settings = resolve_settings(FLAGS)
-    settings["preset"] = FLAGS.preset
-    run(settings)
+    try:
+        settings = resolve_settings(FLAGS)
+        settings["preset"] = FLAGS.preset
+        run(settings)
+    except FlagError as error:
+        # A bad flag value: one line that names the flag, no traceback.
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
 
 if __name__ == "__main__":
     app.run(main)

@@ -7,6 +7,9 @@ plots of character-level language modelling.
 """
 
 from hmkeras import data
+from hmkeras.boundary_monitor import BoundaryCollapseWarning
+from hmkeras.boundary_monitor import BoundaryMonitor
+from hmkeras.boundary_rate_regularizer import BoundaryRateRegularizer
 from hmkeras.char_language_model import CharLanguageModel
 from hmkeras.char_language_model import CharLanguageModelConfig
 from hmkeras.evaluation import EvaluationResult

@@ -24,6 +24,14 @@ offers the last character of each word ("before") or the first character of
 the next word ("after"; Chung et al. observe z^1 "turned on when it sees a
 space or after it sees a space"). Predicted and reference boundaries are
 matched one-to-one within `tolerance` steps (0: exact positions).
+
+A trained model may settle on either alignment: z^1 on the separator or on
+the last letter of each word are both correct segmentations, but each scores
+near zero against the other's reference. `aligned_boundary_scores` scores one
+layer against the same segmentation in several alignments (e.g.
+`{"separator": ..., "last_char": ...}`) and names the best one, so a report
+can headline it and say which; `layer_boundary_scores` does so for every
+layer.
 """
 
 import collections
@@ -313,3 +321,110 @@ def boundary_scores(predicted, reference, tolerance=0, threshold=0.5):
           if precision + recall > 0 else 0.0)
     return BoundaryScores(float(precision), float(recall), float(f1), int(tp),
                           n_pred, n_ref)
+
+
+class AlignedBoundaryScores(
+    collections.namedtuple("AlignedBoundaryScores", ["best", "scores"])
+):
+    """Boundary scores of one layer under several reference alignments.
+
+    Fields:
+        best: Name of the alignment with the highest F1 (the first one, in
+            the order given, among equals).
+        scores: Dict `{alignment name: BoundaryScores}`, in the order given.
+    """
+
+    __slots__ = ()
+
+    @property
+    def headline(self):
+        """The `BoundaryScores` of the best alignment."""
+        return self.scores[self.best]
+
+    def as_dict(self):
+        """JSON-able dict: the headline fields, `alignment` (the best) and
+        `by_alignment` (`{name: fields}` for every alignment)."""
+        return {
+            **self.headline._asdict(),
+            "alignment": self.best,
+            "by_alignment": {name: s._asdict() for name, s in self.scores.items()},
+        }
+
+
+def aligned_boundary_scores(predicted, references, tolerance=0, threshold=0.5):
+    """Scores one layer against every alignment of a reference; names the best.
+
+    Args:
+        predicted: Array `(T,)` or `(batch, T)` of predicted boundary values
+            of one layer, as in `boundary_scores`.
+        references: Non-empty dict `{alignment name: reference array}`, each
+            of the shape of `predicted`: the same segmentation placed
+            differently, e.g. `{"separator": reference_boundaries(text),
+            "last_char": reference_boundaries(text, align="before")}`.
+        tolerance: Matching tolerance in steps, as in `boundary_scores`.
+        threshold: Values above it are boundaries.
+
+    Returns:
+        An `AlignedBoundaryScores(best, scores)`.
+
+    Example:
+
+    >>> text = "ab cd ef"
+    >>> refs = {"separator": reference_boundaries(text),
+    ...         "last_char": reference_boundaries(text, align="before")}
+    >>> pred = [0, 1, 0, 0, 1, 0, 0, 0]   # on the last letters of ab, cd
+    >>> aligned = aligned_boundary_scores(pred, refs)
+    >>> aligned.best, aligned.headline.f1, aligned.scores["separator"].f1
+    ('last_char', 1.0, 0.0)
+    """
+    if not isinstance(references, dict) or not references:
+        received = (repr(references) if isinstance(references, dict)
+                    else f"a {type(references).__name__}")
+        raise ValueError(
+            "`references` must be a non-empty dict {alignment name: reference "
+            f"array}}. Received: {received}"
+        )
+    shape = np.shape(predicted)
+    for name, reference in references.items():
+        if np.shape(reference) != shape:
+            raise ValueError(
+                f"Every array of `references` must have the shape of "
+                f"`predicted`, {shape}. Received: references[{name!r}] of "
+                f"shape {np.shape(reference)}."
+            )
+    scores = {
+        name: boundary_scores(predicted, reference, tolerance, threshold)
+        for name, reference in references.items()
+    }
+    best = max(scores, key=lambda name: scores[name].f1)  # first among equals
+    return AlignedBoundaryScores(best, scores)
+
+
+def layer_boundary_scores(boundaries, references, tolerance=0, threshold=0.5):
+    """`aligned_boundary_scores` of every boundary layer.
+
+    Args:
+        boundaries: Array `(T, L-1)` of boundaries z^1 ... z^{L-1}.
+        references: Dict `{alignment name: (T,) reference array}`.
+        tolerance: Matching tolerance in steps.
+        threshold: Values above it are boundaries.
+
+    Returns:
+        A list of L-1 `AlignedBoundaryScores`, bottom layer first.
+
+    Example:
+
+    >>> refs = {"separator": [0, 0, 1, 0], "last_char": [0, 1, 0, 0]}
+    >>> z = [[0, 0], [0, 0], [1, 1], [0, 0]]
+    >>> [s.best for s in layer_boundary_scores(z, refs)]
+    ['separator', 'separator']
+    """
+    z = np.asarray(boundaries)
+    if z.ndim != 2:
+        raise ValueError(
+            f"`boundaries` must have shape (T, L-1). Received shape {z.shape}."
+        )
+    return [
+        aligned_boundary_scores(z[:, layer], references, tolerance, threshold)
+        for layer in range(z.shape[1])
+    ]

@@ -50,6 +50,7 @@ import json
 import keras
 import numpy as np
 
+from hmkeras.boundary_rate_regularizer import BoundaryRateRegularizer
 from hmkeras.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.hm_lstm_cell import HMLSTMCell
 from hmkeras.hm_rnn_cell import HMRNNCell
@@ -86,6 +87,11 @@ class CharLanguageModelConfig:
         output_units: Output embedding size (512 in Chung et al.).
         boundary_mode, slope, layer_norm, top_down, copy_last: Options of
             the hierarchical cells (Kadar et al. Table 2 ablations).
+        boundary_bias: Initial bias of the boundary detectors (an
+            extension; 0 in the papers).
+        boundary_rate_targets, boundary_rate_weight: A
+            `BoundaryRateRegularizer` added to the training loss: one target
+            rate per boundary layer (None: no penalty) and its weight.
         weight_normalization, dropout, recurrent_dropout,
         multiplicative_units: Options of the mLSTM (Krause et al.).
         l2: L2 weight penalty on every kernel (0 for none).
@@ -101,9 +107,12 @@ class CharLanguageModelConfig:
     output_units: int = 512
     boundary_mode: str = "step"
     slope: float = 1.0
-    layer_norm: bool = False
+    layer_norm: bool = True
     top_down: bool = True
     copy_last: bool = False
+    boundary_bias: float = 0.0
+    boundary_rate_targets: list = None
+    boundary_rate_weight: float = 0.0
     weight_normalization: bool = False
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
@@ -133,6 +142,18 @@ class CharLanguageModelConfig:
             )
         if self.l2 < 0:
             raise ValueError(f"`l2` must be >= 0. Received: l2={self.l2!r}")
+        if self.boundary_rate_targets is not None:
+            if self.cell not in HIERARCHICAL_CELLS:
+                raise ValueError(
+                    "`boundary_rate_targets` applies to the hierarchical cells "
+                    f"{list(HIERARCHICAL_CELLS)}. Received: cell={self.cell!r}"
+                )
+            if len(self.boundary_rate_targets) != self.num_layers - 1:
+                raise ValueError(
+                    "`boundary_rate_targets` needs one rate per boundary layer "
+                    f"(num_layers - 1 = {self.num_layers - 1}). Received: "
+                    f"boundary_rate_targets={self.boundary_rate_targets!r}"
+                )
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -165,6 +186,13 @@ class CharLanguageModel:
         self.config = config
         self.hierarchical_cell = None
         self.network = self._build()
+        # Added to the training loss by `TruncatedBPTTModel` (an extension,
+        # off unless targets and a weight are given).
+        self.boundary_rate_regularizer = None
+        if config.boundary_rate_targets is not None and config.boundary_rate_weight:
+            self.boundary_rate_regularizer = BoundaryRateRegularizer(
+                list(config.boundary_rate_targets), config.boundary_rate_weight
+            )
 
     # ------------------------------------------------------------------
     def _regularizer(self):
@@ -178,7 +206,7 @@ class CharLanguageModel:
             options = dict(
                 num_layers=c.num_layers, boundary_mode=c.boundary_mode,
                 slope=float(c.slope), layer_norm=c.layer_norm,
-                top_down=c.top_down, kernel_regularizer=reg,
+                top_down=c.top_down, boundary_bias=float(c.boundary_bias), kernel_regularizer=reg,
                 recurrent_regularizer=reg, dropout=c.dropout,
                 recurrent_dropout=c.recurrent_dropout, seed=c.seed,
             )

@@ -14,7 +14,9 @@ z-ratio (Kadar et al. Table 2) and, given a reference segmentation (spaces of
 real text, `_` of PTB char, the true word ends of the synthetic corpus),
 boundary precision / recall / F1 of every layer.  The boundary at position
 `t` is the one emitted while reading `ids[t]`; `reference[t]` must use the
-same alignment.
+same alignment.  A model may put its boundaries on the separator or on the
+last character of each word: give the reference in both alignments (a dict)
+and every layer is headlined by the one it matches best.
 
 With `return_losses=True` (batch 1) the same pass also keeps the loss of
 every target, in bits: `result.losses[t] = -log2 p(ids[t + 1] | ids[:t + 1])`,
@@ -98,7 +100,10 @@ class EvaluationResult:
         z_ratio: `rate(z^1) / rate(z^2)` (None with fewer than 2 boundary
             layers).
         boundary_scores: Per boundary layer, a dict of precision / recall /
-            f1 (+ counts) against the reference, or None.
+            f1 (+ counts) against the reference in its best alignment, the
+            name of that alignment (`alignment`) and the fields of every
+            alignment (`by_alignment`), or None
+            (`AlignedBoundaryScores.as_dict`).
         boundaries: The `(T, L-1)` boundaries (batch 1 only, if asked for).
         num_symbols: Length of the evaluated id stream (`num_targets + 1` at
             batch 1).
@@ -210,8 +215,12 @@ def evaluate_char_model(
         seq_len: Chunk length (100, as Kadar et al.).
         batch_size: 1 (Kadar et al.'s protocol, every target scored) or more
             (contiguous rows with separate states; faster, drops the tail).
-        reference: Optional 0/1 array `(len(ids),)` of reference boundaries,
-            aligned with the inputs (see the module docstring); batch 1 only.
+        reference: Optional reference boundaries, aligned with the inputs
+            (see the module docstring); batch 1 only. A 0/1 array
+            `(len(ids),)`, or a dict `{alignment name: array}` of the same
+            segmentation in several alignments, e.g. `{"separator": ...,
+            "last_char": ...}`: every layer is then scored against each and
+            headlined by the best (`boundary_metrics.aligned_boundary_scores`).
         tolerance: Matching tolerance of the boundary scores, in steps.
         keep_boundaries: Whether to return the `(T, L-1)` boundaries.
         return_losses: Whether to keep the per-target losses (bits) in
@@ -271,15 +280,20 @@ def evaluate_char_model(
     if z.shape[-1] >= 2:
         result.z_ratio = float(boundary_metrics.z_ratio(z))
     if reference is not None:
-        reference = np.asarray(reference)[: z.shape[0]]
-        if reference.shape[0] != z.shape[0]:
-            raise ValueError(
-                f"`reference` must have one value per input id ({len(ids)}). "
-                f"Received: {np.asarray(reference).shape[0]}"
-            )
+        if not isinstance(reference, dict):
+            reference = {"reference": reference}
+        aligned = {}
+        for name, values in reference.items():
+            values = np.asarray(values)
+            if values.ndim != 1 or values.shape[0] < z.shape[0]:
+                raise ValueError(
+                    f"`reference` must have one value per input id ({len(ids)}). "
+                    f"Received: {name!r} of shape {values.shape}"
+                )
+            aligned[name] = values[: z.shape[0]]
         result.boundary_scores = [
-            boundary_metrics.boundary_scores(z[:, layer], reference, tolerance)._asdict()
-            for layer in range(z.shape[-1])
+            scores.as_dict()
+            for scores in boundary_metrics.layer_boundary_scores(z, aligned, tolerance)
         ]
     if keep_boundaries:
         result.boundaries = z

@@ -46,11 +46,13 @@ Example (rows: FLUSH, UPDATE, COPY):
 """
 
 import collections
+import math
 
 import keras
 import tensorflow as tf
 
 from hmkeras import straight_through
+from hmkeras.independent_initializers import independent_draw
 from hmkeras.variational_dropout import VariationalDropoutMixin
 
 BOUNDARY_MODES = ("step", "sample", "soft")
@@ -162,8 +164,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         num_layers=None,
         boundary_mode="step",
         slope=1.0,
-        layer_norm=False,
+        layer_norm=True,
+        layer_norm_gain=0.2,
         top_down=True,
+        boundary_bias=0.0,
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         boundary_initializer="glorot_uniform",
@@ -171,6 +175,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         kernel_regularizer=None,
         recurrent_regularizer=None,
         bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
@@ -194,9 +201,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             isinstance(slope, bool)
             or not isinstance(slope, (int, float))
             or not slope > 0
+            or not math.isfinite(slope)
         ):
             raise ValueError(
-                f"`slope` must be a number > 0. Received: slope={slope!r}"
+                f"`slope` must be a finite number > 0. Received: slope={slope!r}"
             )
         self.initial_slope = float(slope)
         for name, flag in (("layer_norm", layer_norm), ("top_down", top_down)):
@@ -205,7 +213,28 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                     f"`{name}` must be True or False. Received: {name}={flag!r}"
                 )
         self.layer_norm = layer_norm
+        if (
+            isinstance(layer_norm_gain, bool)
+            or not isinstance(layer_norm_gain, (int, float))
+            or not math.isfinite(layer_norm_gain)
+            or not layer_norm_gain > 0
+        ):
+            raise ValueError(
+                "`layer_norm_gain` must be a finite number > 0. "
+                f"Received: layer_norm_gain={layer_norm_gain!r}"
+            )
+        self.layer_norm_gain = float(layer_norm_gain)
         self.top_down = top_down
+        if (
+            isinstance(boundary_bias, bool)
+            or not isinstance(boundary_bias, (int, float))
+            or not math.isfinite(boundary_bias)
+        ):
+            raise ValueError(
+                "`boundary_bias` must be a finite number. "
+                f"Received: boundary_bias={boundary_bias!r}"
+            )
+        self.boundary_bias = float(boundary_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.boundary_initializer = keras.initializers.get(boundary_initializer)
@@ -213,6 +242,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.recurrent_constraint = keras.constraints.get(recurrent_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
         self.state_size = []
         for size in self.units:
             self.state_size.extend([size] * (1 + self._extra_states_per_layer))
@@ -239,8 +271,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             initializer=keras.initializers.Constant(self.initial_slope),
             trainable=False,
         )
-        # One dict of weights per layer, filled by `_build_layer`.
+        # One dict of weights per layer, filled by `_build_layer`; every
+        # random matrix gets its own draw number.
         self._layer_params = []
+        self._draws = 0
         below = int(input_shape[-1])
         for index, size in enumerate(self.units):
             above = self.units[index + 1] if index + 1 < self.num_layers else None
@@ -253,32 +287,45 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         The gate columns come from `gates_initializer`, the boundary column
         (the last one, when the layer has a detector) from
         `boundary_initializer` (Kadar et al. Sec. 3.1: orthogonal gates,
-        Glorot uniform for the z column).
+        Glorot uniform for the z column).  Every matrix and every boundary
+        column is a draw of its own (`independent_draw`), reproducible from
+        `seed` when it is given: Keras initializer objects return the same
+        values at every call, which would start equal-sized layers equal.
         """
         gate_columns = self._columns_per_unit * units
+        gates_draw = independent_draw(gates_initializer, self._draws, self.seed)
+        column_draw = independent_draw(
+            self.boundary_initializer, self._draws + 1, self.seed
+        )
+        self._draws += 2
 
         def initializer(shape, dtype=None):
             rows = shape[0]
-            gates = gates_initializer((rows, gate_columns), dtype=dtype)
+            gates = gates_draw((rows, gate_columns), dtype=dtype)
             if not has_boundary:
                 return gates
-            column = self.boundary_initializer((rows, 1), dtype=dtype)
+            column = column_draw((rows, 1), dtype=dtype)
             return keras.ops.concatenate([gates, column], axis=1)
 
         return initializer
 
-    def _add_matrix(self, name, rows, units, has_boundary, initializer, regularizer):
+    def _add_matrix(self, name, rows, units, has_boundary, initializer, regularizer,
+                    constraint):
         columns = self._columns_per_unit * units + int(has_boundary)
         return self.add_weight(
             name=name,
             shape=(rows, columns),
             initializer=self._gate_initializer(initializer, units, has_boundary),
             regularizer=regularizer,
+            constraint=constraint,
         )
 
-    def _add_layer_norm(self, name, size):
+    def _add_layer_norm(self, name, size, gain=1.0):
         """Gain and bias of one layer normalization (Ba et al. 2016)."""
-        gain = self.add_weight(name=f"{name}_gain", shape=(size,), initializer="ones")
+        gain = self.add_weight(
+            name=f"{name}_gain", shape=(size,),
+            initializer=keras.initializers.Constant(gain),
+        )
         bias = self.add_weight(name=f"{name}_beta", shape=(size,), initializer="zeros")
         return gain, bias
 
@@ -298,46 +345,169 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             "kernel": self._add_matrix(
                 f"kernel_{n}", input_size, units, has_boundary,
                 self.kernel_initializer, self.kernel_regularizer,
+                self.kernel_constraint,
             ),
             "recurrent_kernel": self._add_matrix(
                 f"recurrent_kernel_{n}", units, units, has_boundary,
                 self.recurrent_initializer, self.recurrent_regularizer,
+                self.recurrent_constraint,
             ),
         }
         if has_boundary and self.top_down:
             params["top_down_kernel"] = self._add_matrix(
                 f"top_down_kernel_{n}", above_units, units, has_boundary,
                 self.recurrent_initializer, self.recurrent_regularizer,
+                self.recurrent_constraint,
             )
         if self.layer_norm:
             columns = self._columns_per_unit * units + int(has_boundary)
             for name in ("bottom_up", "recurrent", "top_down"):
                 if name != "top_down" or "top_down_kernel" in params:
-                    params[f"norm_{name}"] = self._add_layer_norm(f"norm_{name}_{n}", columns)
+                    params[f"norm_{name}"] = self._add_layer_norm(
+                        f"norm_{name}_{n}", columns, gain=self.layer_norm_gain
+                    )
         return params
 
-    def _products(self, params, below, recurrent, above):
-        """`(W h^{l-1}_t, U h^l_{t-1}, V h^{l+1}_{t-1} or None)`, each
-        layer-normalized on its own with `layer_norm` (Ba et al. Eq. 20)."""
+    def _add_bias(self, index, units, has_boundary, gate_shift=None):
+        """`b_l`, with the boundary column's entry set to `boundary_bias`.
+
+        `gate_shift(shape, dtype)`, when given, is added to the gate part
+        (the HM-LSTM's forget bias).
+        """
+        gate_columns = self._columns_per_unit * units
+
+        def initializer(shape, dtype=None):
+            bias = self.bias_initializer(shape, dtype=dtype)
+            shift = keras.ops.zeros((gate_columns,), dtype=dtype)
+            if gate_shift is not None:
+                shift = gate_shift((gate_columns,), dtype)
+            if has_boundary:
+                column = keras.ops.full((1,), self.boundary_bias, dtype=dtype)
+                shift = keras.ops.concatenate([shift, column])
+            return bias + shift
+
+        return self.add_weight(
+            name=f"bias_{index + 1}",
+            shape=(gate_columns + int(has_boundary),),
+            initializer=initializer,
+            regularizer=self.bias_regularizer,
+            constraint=self.bias_constraint,
+        )
+
+    # ------------------------------------------------------------------
+    # Per-sequence constants and the three products
+    # ------------------------------------------------------------------
+    def build_sequence_constants(self, step_input):
+        """Tensors prepared once per sequence (see `variational_dropout`).
+
+        Without layer normalization: the stacked kernels `[U_l; V_l]`.  The
+        recurrent and top-down products only read the previous step, so as
+        one matmul of `[a h^l_{t-1}, b h^{l+1}_{t-1}]` against the stacked
+        kernel they start when the step starts, independently of the
+        bottom-up chain through the layers.
+
+        With layer normalization: each layer's gains and biases stacked as
+        `(num_products, columns)`, in the statistics dtype, so that the
+        products are normalized together in one call.
+        """
+        del step_input
+        constants = {}
+        if not self.layer_norm:
+            stacked = []
+            for params in self._layer_params:
+                blocks = [params["recurrent_kernel"]]
+                if "top_down_kernel" in params:
+                    blocks.append(params["top_down_kernel"])
+                blocks = [tf.cast(tf.convert_to_tensor(b), self.compute_dtype) for b in blocks]
+                stacked.append(tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0])
+            constants["recurrent_top_down_kernels"] = stacked
+            return constants
+        dtype = self._statistics_dtype
+        gains, betas = [], []
+        for params in self._layer_params:
+            names = [n for n in ("norm_bottom_up", "norm_recurrent", "norm_top_down")
+                     if n in params]
+            for stacked, part in ((gains, 0), (betas, 1)):
+                vectors = [tf.cast(tf.convert_to_tensor(params[n][part]), dtype) for n in names]
+                stacked.append(tf.stack(vectors))
+        constants["norm_gains"] = gains
+        constants["norm_betas"] = betas
+        return constants
+
+    @property
+    def _statistics_dtype(self):
+        """float32 under float16 / bfloat16 compute, as Keras' LayerNormalization."""
+        if self.compute_dtype in ("float16", "bfloat16"):
+            return "float32"
+        return self.compute_dtype
+
+    def _mixed_products(self, index, below, recurrent, above, coefficients, constants):
+        """`a W h^{l-1}_t + b U h^l_{t-1} + c V h^{l+1}_{t-1}` (Chung Eq. 5-7).
+
+        Args:
+            index: 0-based layer index.
+            below, recurrent, above: `h^{l-1}_t`, `h^l_{t-1}` and
+                `h^{l+1}_{t-1}` (`above` is `None` for a layer without a
+                top-down kernel).
+            coefficients: `(a, b, c)`, per-row factors of shape `(batch, 1)`
+                of the three products, `None` standing for 1.
+            constants: the cell's per-sequence constants.
+
+        Without layer normalization the factors scale the inputs (each is one
+        scalar per row), and the recurrent and top-down products are one
+        matmul against `[U; V]`.  With it (Ba et al. Eq. 20), each product
+        is normalized on its own, all of a layer's products in one call,
+        with the statistics in float32 under mixed precision.
+
+        Returns:
+            The sum, `(batch, columns)`, without the bias.
+        """
+        params = self._layer_params[index]
+        has_top_down = "top_down_kernel" in params
+        a, b, c = coefficients
+        if not self.layer_norm:
+            if a is not None:
+                below = a * below
+            if b is not None:
+                recurrent = b * recurrent
+            past = recurrent
+            if has_top_down:
+                past = tf.concat([recurrent, above if c is None else c * above], axis=-1)
+            return (
+                tf.matmul(below, params["kernel"])  # Chung Eq. (7)
+                + tf.matmul(past, constants["recurrent_top_down_kernels"][index])  # Eq. (5)-(6)
+            )
         products = [
             tf.matmul(below, params["kernel"]),  # Chung Eq. (7)
             tf.matmul(recurrent, params["recurrent_kernel"]),  # Chung Eq. (5)
         ]
-        if "top_down_kernel" in params:
+        factors = [a, b]
+        if has_top_down:
             products.append(tf.matmul(above, params["top_down_kernel"]))  # Chung Eq. (6)
-        if self.layer_norm:
-            names = ("norm_bottom_up", "norm_recurrent", "norm_top_down")
-            products = [self._normalize(p, params[n]) for p, n in zip(products, names)]
-        if len(products) == 2:
-            products.append(None)
-        return tuple(products)
+            factors.append(c)
+        stacked = tf.cast(tf.stack(products, axis=1), self._statistics_dtype)
+        normalized = _layer_normalize(  # Ba et al. Eq. (20)-(21)
+            stacked, constants["norm_gains"][index], constants["norm_betas"][index]
+        )
+        if any(f is not None for f in factors):
+            ones = None
+            columns = []
+            for f in factors:
+                if f is None:
+                    if ones is None:
+                        ones = tf.ones_like(next(g for g in factors if g is not None))
+                    f = ones
+                columns.append(f)
+            weights = tf.cast(tf.concat(columns, axis=-1), normalized.dtype)
+            normalized = normalized * weights[:, :, None]
+        return tf.cast(tf.reduce_sum(normalized, axis=1), self.compute_dtype)
 
-    @staticmethod
-    def _normalize(x, gain_and_bias, epsilon=1e-5):
-        """Layer normalization over the last axis (Ba et al. Eq. 20-22)."""
+    def _normalize(self, x, gain_and_bias):
+        """Layer normalization of `x` over its last axis (Ba et al. Eq. 20-22)."""
         gain, bias = gain_and_bias
-        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-        return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias
+        dtype = self._statistics_dtype
+        y = _layer_normalize(tf.cast(x, dtype), tf.cast(gain, dtype), tf.cast(bias, dtype))
+        return tf.cast(y, self.compute_dtype)
 
     # ------------------------------------------------------------------
     # Subclass interface
@@ -377,10 +547,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         if self.boundary_mode == "soft":
             return straight_through.hard_sigmoid(preactivation, slope)
         if self.boundary_mode == "sample" and training:
+            # float32 noise: in bfloat16 a uniform draw has only 128 levels.
+            noise_dtype = "float64" if preactivation.dtype == tf.float64 else "float32"
             noise = keras.random.uniform(
-                tf.shape(preactivation),
-                dtype=preactivation.dtype,
-                seed=self.seed_generator,
+                tf.shape(preactivation), dtype=noise_dtype, seed=self.seed_generator
             )
             return straight_through.bernoulli_straight_through(
                 preactivation, slope, noise
@@ -463,7 +633,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             "boundary_mode": self.boundary_mode,
             "slope": self.initial_slope,
             "layer_norm": self.layer_norm,
+            "layer_norm_gain": self.layer_norm_gain,
             "top_down": self.top_down,
+            "boundary_bias": self.boundary_bias,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "recurrent_initializer": keras.initializers.serialize(
                 self.recurrent_initializer
@@ -477,10 +649,21 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 self.recurrent_regularizer
             ),
             "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": keras.constraints.serialize(
+                self.recurrent_constraint
+            ),
+            "bias_constraint": keras.constraints.serialize(self.bias_constraint),
             **self.variational_dropout_config(),
         }
         base = super().get_config()
         return {**base, **config}
+
+
+def _layer_normalize(x, gain, bias, epsilon=1e-5):
+    """`(x - mean) / sqrt(var + eps) * gain + bias` over the last axis."""
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias
 
 
 def _cumulative(sizes):

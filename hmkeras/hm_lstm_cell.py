@@ -48,7 +48,17 @@ class HMLSTMCell(HierarchicalCell):
             non-trainable weight `slope`, changed by `SlopeAnnealing`.
         layer_norm: Layer normalization (Ba et al. 2016, Eq. 20-22) of
             each of the bottom-up, recurrent and top-down products and of
-            the cell state before the output tanh, on every layer.
+            the cell state before the output tanh, on every layer. Default
+            `True`: Chung et al. normalize all their models (Sec. 4.1);
+            without it the boundaries tend to collapse (README, "Boundaries
+            that learn"). The statistics are computed in float32 under
+            mixed precision.
+        layer_norm_gain: Initial gain of the products' normalizations
+            (default 0.2; the cell state's starts at 1). A normalized
+            product is scale-free, so its Jacobian grows as `1 / |h|`: with
+            gains of 1 the backward pass grows ~1.5x per step at
+            initialization and overflows float32 within a few hundred
+            steps; 0.2 keeps it near 1x.
         top_down: Whether layers below the top get the gated top-down
             input `z^l_{t-1} V_l h^{l+1}_{t-1}` (Eq. 6). `False` is
             Kadar et al.'s NoTopDown ablation.
@@ -56,6 +66,9 @@ class HMLSTMCell(HierarchicalCell):
             CopyLast): when the top layer COPYs it keeps `c` but recomputes
             `h = o * tanh(c_{t-1})`.  Default `False` (the paper: `h` is
             copied too).
+        boundary_bias: Initial bias of every boundary detector (default 0,
+            as in the papers; an extension: negative values start the
+            layers with fewer boundaries).
         forget_bias: Added to the forget-gate bias at initialization.
         kernel_initializer: For the bottom-up matrices `W` (gate columns).
         recurrent_initializer: For the recurrent `U` and top-down `V`
@@ -65,13 +78,17 @@ class HMLSTMCell(HierarchicalCell):
         bias_initializer: For the biases.
         kernel_regularizer, recurrent_regularizer, bias_regularizer:
             Regularizers of `W`, of `U` and `V`, and of `b`.
+        kernel_constraint, recurrent_constraint, bias_constraint:
+            Constraints of `W`, of `U` and `V`, and of `b`.
         dropout: Variational dropout rate of the input `x_t` (one mask per
             sequence, Gal & Ghahramani 2016), in [0, 1).
         recurrent_dropout: Variational dropout rate of `h^l_{t-1}` where it
             enters the recurrent and top-down products, in [0, 1). The
             carried state is not dropped, so COPY stays exact.
-        seed: Seed of the dropout masks and of the Bernoulli boundary
-            samples (`"sample"` mode).
+        seed: Seed of the initial weights (every matrix and boundary column
+            is a draw of its own), of the dropout masks and of the Bernoulli
+            boundary samples (`"sample"` mode). Without it the initial
+            weights follow `keras.utils.set_random_seed`.
 
     Call arguments:
         inputs: A `(batch, features)` tensor, one step.
@@ -109,83 +126,31 @@ class HMLSTMCell(HierarchicalCell):
         self.forget_bias = float(forget_bias)
 
     def _build_layer(self, index, input_size, units, above_units):
-        n = index + 1  # paper numbering of weights
-        columns = 4 * units + int(above_units is not None)
         params = self._add_products(index, input_size, units, above_units)
 
-        def bias_initializer(shape, dtype=None):
-            bias = self.bias_initializer(shape, dtype=dtype)
-            if not self.forget_bias:
-                return bias
-            # Gate order f, i, o, g, z: the forget gate is the first block.
-            shift = keras.ops.concatenate(
-                [
-                    keras.ops.full((units,), self.forget_bias, dtype=dtype),
-                    keras.ops.zeros((shape[0] - units,), dtype=dtype),
-                ]
-            )
-            return bias + shift
+        def forget_shift(shape, dtype):
+            # Gate order f, i, o, g: the forget gate is the first block.
+            return keras.ops.concatenate([
+                keras.ops.full((units,), self.forget_bias, dtype=dtype),
+                keras.ops.zeros((shape[0] - units,), dtype=dtype),
+            ])
 
-        params["bias"] = self.add_weight(
-            name=f"bias_{n}",
-            shape=(columns,),
-            initializer=bias_initializer,
-            regularizer=self.bias_regularizer,
+        params["bias"] = self._add_bias(
+            index, units, above_units is not None, gate_shift=forget_shift
         )
         if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
-            params["norm_cell"] = self._add_layer_norm(f"norm_cell_{n}", units)
+            params["norm_cell"] = self._add_layer_norm(f"norm_cell_{index + 1}", units)
         self._layer_params.append(params)
-
-    def build_sequence_constants(self, step_input):
-        """Stacked kernels `[U_l; V_l]`, built once per sequence.
-
-        The recurrent and top-down products only read the previous step, so
-        as one matmul of `[h^l_{t-1}, z^l_{t-1} h^{l+1}_{t-1}]` against the
-        stacked kernel they can start when the step starts, independently
-        of the bottom-up chain through the layers.  `keras.layers.RNN` builds the stacked
-        kernels before its time loop (see `variational_dropout`).  With
-        layer normalization each product is normalized on its own and
-        nothing is stacked.
-        """
-        del step_input
-        if self.layer_norm:
-            return {}
-        stacked = []
-        for params in self._layer_params:
-            blocks = [params["recurrent_kernel"]]
-            if "top_down_kernel" in params:
-                blocks.append(params["top_down_kernel"])
-            blocks = [tf.cast(tf.convert_to_tensor(b), self.compute_dtype) for b in blocks]
-            stacked.append(tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0])
-        return {"recurrent_top_down_kernels": stacked}
-
-    def _preactivation(self, index, below, z_below, recurrent, above, z_previous, constants):
-        """`s` of Chung et al. Eq. (4)-(7)."""
-        params = self._layer_params[index]
-        has_top_down = "top_down_kernel" in params
-        if "recurrent_top_down_kernels" in constants:
-            # z is one scalar per row: it can gate a product's input
-            # instead of its output.
-            if z_below is not None:
-                below = z_below * below  # Eq. (7): gated by z^{l-1}_t
-            s = tf.matmul(below, params["kernel"]) + params["bias"]
-            past = recurrent  # Eq. (5)
-            if has_top_down:  # Eq. (6): gated by z^l_{t-1}
-                past = tf.concat([recurrent, z_previous * above], axis=-1)
-            return s + tf.matmul(past, constants["recurrent_top_down_kernels"][index])
-        bottom_up, recurrent, top_down = self._products(params, below, recurrent, above)
-        if z_below is not None:
-            bottom_up = z_below * bottom_up  # Eq. (7): gated by z^{l-1}_t
-        s = bottom_up + recurrent + params["bias"]
-        if top_down is not None:
-            s = s + z_previous * top_down  # Eq. (6): gated by z^l_{t-1}
-        return s
 
     def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
         params = self._layer_params[index]
         units = self.units[index]
         h_previous, c_previous = state
-        s = self._preactivation(index, below, z_below, recurrent, above, z_previous, constants)
+        # Chung Eq. (4)-(7): z^{l-1}_t gates the bottom-up product, z^l_{t-1}
+        # the top-down one.
+        s = self._mixed_products(
+            index, below, recurrent, above, (z_below, None, z_previous), constants
+        ) + params["bias"]
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
         # One split (not three slices) keeps the backward pass to one concat.
         boundary = None

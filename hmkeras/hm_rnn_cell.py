@@ -41,13 +41,16 @@ class HMRNNCell(HierarchicalCell):
         boundary_mode: `"step"`, `"sample"` or `"soft"` (see `HMLSTMCell`).
         slope: Initial hard-sigmoid slope `a` (a non-trainable weight).
         layer_norm: Layer normalization (Ba et al. 2016) of each of the
-            bottom-up, recurrent and top-down products.
+            bottom-up, recurrent and top-down products. Default `True`.
+        layer_norm_gain: Initial gain of those normalizations (see
+            `HMLSTMCell`).
         top_down: Whether FLUSH reads the layer above (Eq. 9). With
             `False` a FLUSH uses `tanh(W h^{l-1}_t + b)` alone.
-        kernel_initializer, recurrent_initializer, boundary_initializer,
-        bias_initializer, kernel_regularizer, recurrent_regularizer,
-        bias_regularizer, dropout, recurrent_dropout, seed: As in
-        `HMLSTMCell`.
+        boundary_bias, kernel_initializer, recurrent_initializer,
+        boundary_initializer, bias_initializer, kernel_regularizer,
+        recurrent_regularizer, bias_regularizer, kernel_constraint,
+        recurrent_constraint, bias_constraint, dropout, recurrent_dropout,
+        seed: As in `HMLSTMCell`.
 
     Call arguments:
         inputs: A `(batch, features)` tensor, one step.
@@ -69,28 +72,20 @@ class HMRNNCell(HierarchicalCell):
 
     def _build_layer(self, index, input_size, units, above_units):
         params = self._add_products(index, input_size, units, above_units)
-        params["bias"] = self.add_weight(
-            name=f"bias_{index + 1}",
-            shape=(units + int(above_units is not None),),
-            initializer=self.bias_initializer,
-            regularizer=self.bias_regularizer,
-        )
+        params["bias"] = self._add_bias(index, units, above_units is not None)
         self._layer_params.append(params)
 
     def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
-        del constants  # The three products are mixed by masks of this step.
-        params = self._layer_params[index]
         units = self.units[index]
         (h_previous,) = state
-        # W h^{l-1}_t, U h^l_{t-1}, V h^{l+1}_{t-1} (layer-normalized with layer_norm)
-        bottom_up, recurrent, top_down = self._products(params, below, recurrent, above)
-        s = bottom_up + params["bias"]
         if z_previous is None:
-            s = s + recurrent  # Eq. (14): the top layer never FLUSHes
+            coefficients = (None, None, None)  # Eq. (14): the top layer never FLUSHes
         else:
-            s = s + ops.update * recurrent  # Eq. (13)/(15): u_m U h^l
-            if top_down is not None:
-                s = s + (1.0 - ops.update) * top_down  # (1 - u_m) V h^{l+1}
+            # Eq. (13)/(15): u_m U h^l_{t-1} + (1 - u_m) V h^{l+1}_{t-1}
+            coefficients = (None, ops.update, 1.0 - ops.update)
+        s = self._mixed_products(
+            index, below, recurrent, above, coefficients, constants
+        ) + self._layer_params[index]["bias"]
         h = blend_copy(ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
         boundary = s[:, units:] if z_previous is not None else None
         return [h], boundary

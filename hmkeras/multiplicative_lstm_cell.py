@@ -12,6 +12,7 @@ from keras import regularizers
 import tensorflow as tf
 
 from hmkeras import weight_normalization
+from hmkeras.independent_initializers import independent_draw
 from hmkeras.variational_dropout import VariationalDropoutMixin
 
 # Gate blocks of `multiplicative_kernel` / the gate columns of `kernel` and of
@@ -41,24 +42,7 @@ def _check_finite(name, value, positive=False):
     return float(value)
 
 
-def _reseeded(initializer, offset):
-    """A copy of a seeded Keras initializer drawing independent values.
-
-    Keras initializers seeded with an int (or unseeded, which picks a random
-    int once) return the same values at every call; the blocks of a matrix
-    need independent draws.
-    """
-    if not isinstance(initializer, initializers.Initializer):
-        return initializer
-    config = initializer.get_config()
-    if "seed" not in config or isinstance(config["seed"], dict):
-        return initializer
-    if config["seed"] is not None:
-        config["seed"] = config["seed"] + offset
-    return initializer.__class__.from_config(config)
-
-
-def _scaled_block_initializer(initializer, scale, num_blocks, seed_offset):
+def _scaled_block_initializer(initializer, scale, num_blocks, first_draw, seed):
     """Initialises a `(rows, num_blocks * width)` matrix block by block.
 
     Each `(rows, width)` block is drawn on its own and multiplied by `scale`:
@@ -71,7 +55,7 @@ def _scaled_block_initializer(initializer, scale, num_blocks, seed_offset):
         rows, columns = shape
         width = columns // num_blocks
         blocks = [
-            _reseeded(initializer, seed_offset + k)((rows, width), dtype=dtype)
+            independent_draw(initializer, first_draw + k, seed)((rows, width), dtype=dtype)
             for k in range(num_blocks)
         ]
         matrix = blocks[0] if num_blocks == 1 else ops.concatenate(blocks, axis=1)
@@ -268,7 +252,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         self._add_matrix(
             "kernel",
             (input_dim, m_units + 4 * units),
-            self.kernel_initializer,
+            independent_draw(self.kernel_initializer, 0, self.seed),
             self.kernel_regularizer,
             self.kernel_constraint,
         )
@@ -277,7 +261,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
             "recurrent_kernel",
             (units, m_units),
             _scaled_block_initializer(
-                self.recurrent_initializer, self.recurrent_init_scale, 1, 0
+                self.recurrent_initializer, self.recurrent_init_scale, 1, 1, self.seed
             ),
             self.recurrent_regularizer,
             self.recurrent_constraint,
@@ -286,7 +270,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
             "multiplicative_kernel",
             (m_units, 4 * units),
             _scaled_block_initializer(
-                self.recurrent_initializer, self.recurrent_init_scale, 4, 1
+                self.recurrent_initializer, self.recurrent_init_scale, 4, 2, self.seed
             ),
             self.recurrent_regularizer,
             self.recurrent_constraint,

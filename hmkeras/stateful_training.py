@@ -86,13 +86,19 @@ class TruncatedBPTTModel(keras.Model):
 
     def train_step(self, data):
         x, y = data[0], data[1]
+        lm = self.language_model
         with tf.GradientTape() as tape:
-            logits, _, *state = self.network(
+            logits, rnn_outputs, *state = self.network(
                 [x, *[v.value for v in self.carried_state]], training=True
             )
             loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
+            if lm.boundary_rate_regularizer is not None:
+                loss = loss + lm.boundary_rate_regularizer(rnn_outputs)
+            # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
+            # gradients it unscales must come from the scaled loss.
+            scaled_loss = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
-        gradients = tape.gradient(loss, variables)
+        gradients = tape.gradient(scaled_loss, variables)
         self.optimizer.apply(gradients, variables)
         # The gradient is truncated here: the next window starts from a
         # constant state (truncated BPTT).
@@ -115,6 +121,11 @@ class TruncatedBPTTModel(keras.Model):
         logs = {m.name: m.result() for m in self.metrics}
         # This batch's own BPC (the metrics above are epoch averages).
         logs["batch_bpc"] = cross_entropy / _LN2
+        if lm.is_hierarchical:
+            # This batch's boundary rates, read by `hmkeras.BoundaryMonitor`.
+            rates = tf.reduce_mean(tf.cast(lm.boundaries(rnn_outputs), tf.float32), axis=[0, 1])
+            for index in range(lm.hierarchical_cell.num_layers - 1):
+                logs[f"z_rate_{index + 1}"] = rates[index]
         return logs
 
     @property

@@ -68,8 +68,12 @@ def _step(x, slope):
 @tf.custom_gradient
 def _bernoulli(x, slope, uniform_noise):
     # Chung et al. Sec. 3.2: z ~ Bernoulli(hard_sigm(x)), realised as
-    # z = 1[u < hard_sigm(x)] for u ~ U[0, 1) drawn by the caller.
-    z = tf.cast(uniform_noise < hard_sigmoid(x, slope), x.dtype)
+    # z = 1[u < hard_sigm(x)] for u ~ U[0, 1) drawn by the caller.  The
+    # comparison runs in float32 at least: in bfloat16 both sides would
+    # take only 128 levels in [0.5, 1).
+    compare = tf.float64 if tf.float64 in (x.dtype, uniform_noise.dtype) else tf.float32
+    probability = hard_sigmoid(tf.cast(x, compare), tf.cast(slope, compare))
+    z = tf.cast(tf.cast(uniform_noise, compare) < probability, x.dtype)
 
     def grad(upstream):
         grad_x, grad_slope = _straight_through_grads(upstream, x, slope)
@@ -101,7 +105,10 @@ def bernoulli_straight_through(x, slope, uniform_noise):
         slope: scalar tensor, the hard-sigmoid slope `a` (> 0).
         uniform_noise: tensor shaped like `x` of U[0, 1) draws. It is an
             argument (not drawn here) so that the caller owns the random
-            state, e.g. a `keras.random.SeedGenerator`.
+            state, e.g. a `keras.random.SeedGenerator`. Draw it in float32
+            (or float64): the comparison with `hard_sigm(x)` runs in the
+            wider of the two dtypes, at least float32, whatever the dtype
+            of `x`.
 
     Returns:
         A tensor like `x` holding exactly 0.0 or 1.0, equal to 1.0 with
@@ -109,5 +116,5 @@ def bernoulli_straight_through(x, slope, uniform_noise):
     """
     x = tf.convert_to_tensor(x)
     slope = tf.cast(slope, x.dtype)
-    uniform_noise = tf.cast(uniform_noise, x.dtype)
+    uniform_noise = tf.convert_to_tensor(uniform_noise)
     return _bernoulli(x, slope, uniform_noise)

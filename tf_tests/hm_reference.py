@@ -55,7 +55,7 @@ def hmlstm(
     units,
     mode="step",
     slope=1.0,
-    layer_norm_on=False,
+    layer_norm_on=True,
     top_down=True,
     copy_last=False,
     boundaries=None,
@@ -143,7 +143,7 @@ def hmlstm(
     }
 
 
-def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=False, top_down=True, boundaries=None):
+def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True, boundaries=None):
     """Runs the HMRNN (Kadar et al. Eq. 9) over `x`; see `hmlstm`."""
     B, T, _ = x.shape
     L = len(units)

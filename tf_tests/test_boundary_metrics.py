@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from hmkeras.boundary_metrics import aligned_boundary_scores
 from hmkeras.boundary_metrics import boundary_scores
+from hmkeras.boundary_metrics import layer_boundary_scores
 from hmkeras.boundary_metrics import reference_boundaries
 from hmkeras.boundary_metrics import split_hierarchical_outputs
 from hmkeras.boundary_metrics import z_rates
@@ -144,3 +146,65 @@ def test_boundary_scores_degenerate_and_errors():
         boundary_scores(np.zeros(4), np.zeros(4), tolerance=-1)
     with pytest.raises(ValueError, match="shape"):
         boundary_scores(np.zeros((2, 2, 2)), np.zeros((2, 2, 2)))
+
+
+# ------------------------------------------------------- aligned boundaries
+
+TEXT = "the cat sat on a mat "   # 6 words, each followed by one space
+
+
+def _word_references(text):
+    return {"separator": reference_boundaries(text),
+            "last_char": reference_boundaries(text, align="before")}
+
+
+def test_aligned_scores_choose_last_char_segmentation():
+    refs = _word_references(TEXT)
+    pred = np.array([c != " " and n == " " for c, n in zip(TEXT, TEXT[1:] + "x")])
+    aligned = aligned_boundary_scores(pred.astype(float), refs)
+    assert aligned.best == "last_char"
+    assert aligned.headline == aligned.scores["last_char"]
+    assert (aligned.headline.f1, aligned.headline.num_reference) == (1.0, 6)
+    assert aligned.scores["separator"].f1 == 0.0
+    # one step off is forgiven by tolerance 1 under either alignment
+    loose = aligned_boundary_scores(pred, refs, tolerance=1)
+    assert loose.scores["separator"].f1 == loose.scores["last_char"].f1 == 1.0
+
+
+def test_aligned_scores_choose_separator_segmentation():
+    refs = _word_references(TEXT)
+    pred = np.array([c == " " for c in TEXT], dtype=int)
+    pred[3] = 0                          # miss the first word
+    aligned = aligned_boundary_scores(pred, refs)
+    assert aligned.best == "separator"
+    assert (aligned.headline.precision, aligned.headline.recall) == (1.0, 5 / 6)
+    assert aligned.scores["last_char"].true_positives == 0
+    d = aligned.as_dict()
+    assert d["alignment"] == "separator" and d["f1"] == aligned.headline.f1
+    assert set(d["by_alignment"]) == {"separator", "last_char"}
+    assert d["by_alignment"]["last_char"] == aligned.scores["last_char"]._asdict()
+
+
+def test_aligned_scores_ties_keep_the_first_alignment():
+    refs = {"b": np.array([0, 1, 0]), "a": np.array([0, 0, 1])}
+    assert aligned_boundary_scores(np.zeros(3), refs).best == "b"
+
+
+def test_aligned_scores_errors():
+    with pytest.raises(ValueError, match="`references` must be a non-empty dict"):
+        aligned_boundary_scores(np.zeros(4), {})
+    with pytest.raises(ValueError, match="`references` must be a non-empty dict"):
+        aligned_boundary_scores(np.zeros(4), np.zeros(4))
+    with pytest.raises(ValueError, match=r"references\['last_char'\] of shape \(5,\)"):
+        aligned_boundary_scores(np.zeros(4), {"separator": np.zeros(4),
+                                              "last_char": np.zeros(5)})
+
+
+def test_layer_boundary_scores():
+    refs = _word_references(TEXT)
+    z = np.stack([refs["last_char"], refs["separator"]], axis=-1)
+    layers = layer_boundary_scores(z, refs)
+    assert [s.best for s in layers] == ["last_char", "separator"]
+    assert [s.headline.f1 for s in layers] == [1.0, 1.0]
+    with pytest.raises(ValueError, match=r"\(T, L-1\)"):
+        layer_boundary_scores(z[:, 0], refs)

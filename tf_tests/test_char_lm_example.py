@@ -31,6 +31,15 @@ def _steps(output_dir):
         return [json.loads(line) for line in f]
 
 
+def _check_aligned(scores):
+    """An `AlignedBoundaryScores.as_dict()`: headline = the best alignment."""
+    by = scores["by_alignment"]
+    assert set(by) == {"separator", "last_char"}
+    assert scores["alignment"] in by
+    assert scores["f1"] == by[scores["alignment"]]["f1"] == max(v["f1"] for v in by.values())
+    assert scores["precision"] == by[scores["alignment"]]["precision"]
+
+
 def test_quick_preset_end_to_end_and_sampling(tmp_path):
     out = str(tmp_path / "run")
     results = _run("--preset=quick", "--tiny", f"--output_dir={out}", "--verbose=0")
@@ -39,7 +48,13 @@ def test_quick_preset_end_to_end_and_sampling(tmp_path):
     assert saved["test_bpc"] == pytest.approx(results["test_bpc"])
     assert 0 < saved["test_bpc"] < 6
     assert saved["true_entropy_rate_bits_per_char"] == pytest.approx(0.768, abs=0.01)
-    assert len(saved["z_rates"]) == 2 and "f1" in saved["boundary_scores"][0]
+    assert len(saved["z_rates"]) == 2 and len(saved["boundary_scores"]) == 2
+    for key in ("boundary_scores", "boundary_scores_tolerance_1"):
+        for layer in saved[key]:  # every layer vs the words, both alignments
+            _check_aligned(layer)
+    for key in ("phrase_boundary_scores", "phrase_boundary_scores_tolerance_1"):
+        assert saved[key]["layer"] == 2
+        _check_aligned(saved[key])
     with open(os.path.join(out, "segmentation.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     for name in ("vocabulary.json", "model_config.json", "step_model/saved_model.pb"):
@@ -101,16 +116,18 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
 
 
 def test_hierarchical_options_refused_for_other_cells():
-    with pytest.raises(ValueError, match="--layer_norm applies to the hierarchical cells"):
-        _settings("--cell=lstm", "--layer_norm")
+    for flag in ("--layer_norm", "--nolayer_norm", "--boundary_rate_weight=1",
+                 "--boundary_rate_targets=0.2,0.1", "--boundary_bias=1"):
+        name = flag.lstrip("-").split("=")[0].replace("nolayer", "layer")
+        with pytest.raises(ValueError, match=f"--{name} applies to the hierarchical cells"):
+            _settings("--cell=lstm", flag)
     with pytest.raises(ValueError, match="--boundary_mode applies"):
         _settings("--cell=mlstm", "--boundary_mode=soft")
     with pytest.raises(ValueError, match="--num_layers must be 1"):
         _settings("--cell=mlstm", "--num_layers=2")
-    # From a preset they are dropped: the quick preset's layer norm is the
-    # HM cells' option, the LSTM baseline runs without it.
+    # From a preset they are dropped (back to their defaults).
     s = _settings("--preset=quick", "--cell=lstm")
-    assert s["layer_norm"] is False and s["top_down"] is True
+    assert s["top_down"] is True and s["boundary_rate_targets"] is None
 
 
 def test_presets_and_explicit_flags():
@@ -122,3 +139,106 @@ def test_presets_and_explicit_flags():
     assert (s["units"], s["output_units"], s["top_down"], s["layer_norm"]) == (
         64, 512, False, True)
     assert s["output_dir"] == os.path.join("runs", "ptb_hmlstm")
+
+
+# ------------------------------------------------------- --dataset=text_file
+
+BOOK = "the cat sat on the mat.\nA dog ran in the fog, then sat.\n" * 40  # 2,200 chars
+
+
+def _book(tmp_path, name="book.txt", content=BOOK):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return str(path)
+
+
+def test_text_file_end_to_end(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    results = _run("--preset=quick", "--tiny", "--dataset=text_file",
+                   f"--text_file={_book(tmp_path)}", "--valid_fraction=0.1",
+                   f"--output_dir={out}", "--verbose=0")
+    with open(os.path.join(out, "results.json")) as f:
+        saved = json.load(f)
+    assert saved["dataset"] == "text_file" and 0 < saved["test_bpc"] < 8
+    assert saved["test_symbols"] == round(len(BOOK) * 0.05)
+    assert len(saved["boundary_scores"]) == 2
+    for layer in saved["boundary_scores"] + saved["boundary_scores_tolerance_1"]:
+        _check_aligned(layer)
+    assert "phrase_boundary_scores" not in saved  # no phrase reference here
+    assert results["boundary_scores"][0]["num_reference"] > 0
+    printed = capsys.readouterr().out
+    assert "z^1 vs words: P " in printed and "(aligned on: " in printed
+
+
+def test_text_file_flags(tmp_path):
+    with pytest.raises(ValueError, match="--dataset=text_file needs --text_file=PATH"):
+        _settings("--dataset=text_file")
+    with pytest.raises(ValueError, match="--text_file applies to --dataset=text_file only. "
+                                         "Received: --dataset=synthetic --text_file='a.txt'"):
+        _settings("--preset=quick", "--text_file=a.txt")
+    with pytest.raises(ValueError, match="--test_fraction applies to --dataset=text_file"):
+        _settings("--dataset=ptb_char", "--test_fraction=0.1")
+    with pytest.raises(ValueError, match="--valid_fraction applies only without --valid_file"):
+        _settings("--dataset=text_file", "--text_file=a.txt", "--valid_file=b.txt",
+                  "--valid_fraction=0.1")
+    s = _settings("--dataset=text_file", "--text_file=a.txt")
+    assert (s["valid_fraction"], s["test_fraction"]) == (0.05, 0.05)
+    assert s["output_dir"] == os.path.join("runs", "text_file_hmlstm")
+
+
+@pytest.mark.parametrize("content,flags,match", [
+    (None, [], r"^--text_file not found: '.*missing.txt' does not exist"),
+    ("dir", [], r"^--text_file must be a file; '.*' is a directory"),
+    (b"", [], r"^--text_file '.*' is empty"),
+    (b"abc\xe9def", [], r"^--text_file must be UTF-8 text; .*at byte offset 3"),
+    (BOOK, ["--valid_fraction=1.5"], r"^--valid_fraction must be in \(0, 1\). Received: 1.5"),
+    (BOOK, ["--valid_fraction=0.5", "--test_fraction=0.5"],
+     r"^--valid_fraction \+ --test_fraction must be below 1"),
+    (BOOK, ["--test_fraction=0.0001"], r"^The test part of --text_file is empty"),
+    (BOOK + "\u00e9", [], r"^The test part of --text_file \(--test_fraction=0.05\) holds "
+                         r"1 symbol\(s\) absent from the training text.*\['\u00e9'\]"),
+], ids=["missing", "directory", "empty", "not_utf8", "fraction", "sum", "empty_split",
+        "unknown_symbol"])
+def test_text_file_bad_input_names_the_flag(tmp_path, content, flags, match):
+    if content is None:
+        path = str(tmp_path / "missing.txt")
+    elif content == "dir":
+        path = str(tmp_path)
+    else:
+        path = _book(tmp_path, content=content)
+    s = _settings("--dataset=text_file", f"--text_file={path}", *flags)
+    with pytest.raises(ptb_char.FlagError, match=match):
+        ptb_char.load_texts(s)
+
+
+def test_text_file_separate_files(tmp_path):
+    valid = _book(tmp_path, "valid.txt", "the dog sat.\n")
+    s = _settings("--dataset=text_file", f"--text_file={_book(tmp_path)}",
+                  f"--valid_file={valid}")
+    texts, reference, _ = ptb_char.load_texts(s)
+    assert texts["validation"] == "the dog sat.\n"
+    assert texts["train"] + texts["test"] == BOOK
+    words = reference("test", "ab cd\n")["words"]
+    assert words["separator"].tolist() == [0, 0, 1, 0, 0, 1]
+    assert words["last_char"].tolist() == [0, 1, 0, 0, 1, 0]
+    test = _book(tmp_path, "test.txt", "the \u00fc cat.\n")
+    s = _settings("--dataset=text_file", f"--text_file={_book(tmp_path)}",
+                  f"--test_file={test}")
+    with pytest.raises(ptb_char.FlagError, match=r"^--test_file holds 1 symbol\(s\)"):
+        ptb_char.load_texts(s)
+
+
+def test_main_reports_a_bad_flag_in_one_line(tmp_path):
+    FLAGS.unparse_flags()
+    FLAGS(["ptb_char", "--dataset=text_file", f"--text_file={tmp_path / 'nope.txt'}"])
+    with pytest.raises(SystemExit) as exit_info:
+        ptb_char.main(["ptb_char"])
+    message = str(exit_info.value.code)
+    assert "--text_file not found" in message and "\n" not in message
+    FLAGS.unparse_flags()
+    FLAGS(["ptb_char", "--cell=gru"])
+    with pytest.raises(SystemExit, match="--cell must be one of"):
+        ptb_char.main(["ptb_char"])

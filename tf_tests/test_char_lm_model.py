@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from hmkeras.boundary_metrics import boundary_scores
+from hmkeras.boundary_metrics import reference_boundaries
 from hmkeras.char_language_model import CharLanguageModel
 from hmkeras.data import CharVocabulary
 from hmkeras.evaluation import EvaluationResult
@@ -23,7 +25,10 @@ TEXT = "the cat sat on the mat, the dog sat on the log.\nthe end of it.\n" * 3
 
 
 def _model(cell="hmlstm", vocab_size=20, **kwargs):
-    options = dict(units=8, num_layers=3, embedding_dim=5, output_units=8, seed=3)
+    # Non-normalized cells: the random weights below then make both z = 0
+    # and z = 1 occur on every layer.
+    options = dict(units=8, num_layers=3, embedding_dim=5, output_units=8, seed=3,
+                   layer_norm=False)
     options.update(kwargs)
     lm = CharLanguageModel(vocab_size=vocab_size, cell=cell, **options)
     if lm.is_hierarchical:
@@ -75,6 +80,27 @@ def test_boundary_scores_against_reference():
     assert result.boundary_scores[0]["num_reference"] == int(reference[:-1].sum())
     rates = result.z_rates
     assert result.z_ratio == pytest.approx(rates[0] / rates[1])
+    assert result.boundary_scores[0]["alignment"] == "reference"
+
+
+def test_boundary_scores_in_two_alignments():
+    """A dict reference: every layer scored in each alignment, best = headline."""
+    vocab = CharVocabulary.from_text(TEXT)
+    lm = _model("hmlstm", len(vocab))
+    references = {"separator": reference_boundaries(TEXT),
+                  "last_char": reference_boundaries(TEXT, align="before")}
+    result = evaluate_char_model(lm, vocab.encode(TEXT), seq_len=10, verbose=0,
+                                 reference=references, keep_boundaries=True)
+    assert len(result.boundary_scores) == 2
+    for layer, scores in enumerate(result.boundary_scores):
+        expected = {name: boundary_scores(result.boundaries[:, layer], ref[:-1])._asdict()
+                    for name, ref in references.items()}
+        assert scores["by_alignment"] == expected
+        best = max(expected, key=lambda name: expected[name]["f1"])
+        assert scores["alignment"] == best and scores["f1"] == expected[best]["f1"]
+    with pytest.raises(ValueError, match="one value per input id"):
+        evaluate_char_model(lm, vocab.encode(TEXT), seq_len=10, verbose=0,
+                            reference={"separator": references["separator"][:20]})
 
 
 def test_unknown_test_symbols_raise():

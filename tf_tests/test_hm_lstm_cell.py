@@ -15,10 +15,10 @@ from hm_fixtures import B, FEATURES, UNITS, inputs, make_cell, run_rnn
 
 CONFIGS = [
     dict(),
-    dict(layer_norm=True),
+    dict(layer_norm=False),
     dict(top_down=False),
     dict(copy_last=True),
-    dict(layer_norm=True, copy_last=True, top_down=False),
+    dict(layer_norm=False, copy_last=True, top_down=False),
     dict(slope=2.5),
 ]
 
@@ -35,7 +35,7 @@ def test_matches_numpy_reference(config, mode):
         UNITS,
         mode=mode,
         slope=config.get("slope", 1.0),
-        layer_norm_on=config.get("layer_norm", False),
+        layer_norm_on=config.get("layer_norm", True),
         top_down=config.get("top_down", True),
         copy_last=config.get("copy_last", False),
     )

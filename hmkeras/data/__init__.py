@@ -7,6 +7,9 @@
   read local files first and never hang offline. `read_split` returns a
   prepared split as one stream.
 * `load_char_corpus(name, split, ...)`: one split as str / bytes.
+* `read_text_splits(text_file, valid_file=None, test_file=None, ...)`: your
+  own UTF-8 text as train / validation / test strings (a part without a file
+  of its own is cut from the end of `text_file`).
 * `CharVocabulary`: sorted symbol <-> id map that refuses unknown symbols.
 * `TruncatedBPTTBatches` (stateful TBPTT training batches) and
   `EvaluationChunks` (batch-1 evaluation over the whole text).
@@ -36,6 +39,7 @@ from hmkeras.data.sources import DatasetFilesNotFoundError
 from hmkeras.data.sources import DatasetVerificationError
 from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 from hmkeras.data.text8 import Text8
+from hmkeras.data.text_file import read_text_splits
 from hmkeras.data.vocabulary import CharVocabulary
 from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_BYTES
 from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_WORDS
@@ -64,4 +68,5 @@ __all__ = [
     "count_words",
     "load_char_corpus",
     "read_split",
+    "read_text_splits",
 ]

@@ -1,0 +1,224 @@
+r"""Do the default cells learn, and do their boundaries mean something?
+
+Trains, side by side on the same batches and for the same number of steps,
+character language models that differ only in their recurrent layer:
+
+* `hmlstm`: `keras.layers.RNN(hmkeras.HMLSTMCell(units))`, the defaults
+  (3 layers, layer normalization);
+* `hmlstm_rate`: the same cell with a `hmkeras.BoundaryRateRegularizer`
+  (targets `--rate_targets`, weight `--rate_weight`) on the RNN output;
+* `hmlstm_noln`: the defaults but `layer_norm=False`;
+* `hmlstm_bias`: the defaults with `boundary_bias=--boundary_bias`;
+* `hmlstm_slope`: the defaults with the slope annealed per step,
+  `SlopeAnnealing(lambda step: min(5, 1 + --slope_per_step * step), unit="step")`;
+* `lstm`: `keras.layers.RNN(keras.layers.StackedRNNCells([LSTMCell(units)] * 3))`.
+
+Each model is `Embedding(vocab, 32) -> RNN -> Dense(vocab)` trained with a
+plain `fit` (Adam 2e-3, `clipnorm=1`, batch 32 x 100 windows, shuffled,
+state reset per window) for `--steps` steps, then evaluated on held-out
+text in windows of `--eval_len` characters: bits per character, per-layer
+boundary rates, and the F1 of z^1 against word boundaries (headlined for
+the better of two placements: on the separator after the word or on its
+last character), on the embedded corpus also of z^2 against its phrase
+boundaries.  Every seed gets the same batches for every model.
+
+    python bench/boundaries.py --corpus=synthetic                 # embedded corpus
+    python bench/boundaries.py --corpus=text_file \
+        --text_file=../shared/papers/chung2017_hmrnn.txt,...      # real English prose
+
+Writes one JSON line per (seed, model) to `--output` and prints the mean
+and spread over seeds.
+"""
+
+import json
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+MODELS = ("hmlstm", "hmlstm_rate", "hmlstm_noln", "hmlstm_bias", "hmlstm_slope", "lstm")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("corpus", "synthetic", ["synthetic", "text_file"], "Training text.")
+flags.DEFINE_list("text_file", [], "UTF-8 files, concatenated (--corpus=text_file).")
+flags.DEFINE_list("models", list(MODELS), f"Models among {list(MODELS)}.")
+flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
+flags.DEFINE_integer("steps", 300, "Train steps per model.", lower_bound=1)
+flags.DEFINE_integer("units", 128, "Units of every layer.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Windows per batch.", lower_bound=1)
+flags.DEFINE_integer("seq_len", 100, "Characters per window.", lower_bound=2)
+flags.DEFINE_integer("eval_len", 500, "Characters per evaluation window.", lower_bound=2)
+flags.DEFINE_integer("eval_chars", 20_000, "Held-out characters evaluated.", lower_bound=2)
+flags.DEFINE_list("rate_targets", ["0.2", "0.05"], "hmlstm_rate: target rates of z^1, z^2.")
+flags.DEFINE_float("rate_weight", 5.0, "hmlstm_rate: weight of the rate penalty.", lower_bound=0)
+flags.DEFINE_float("boundary_bias", -1.0, "hmlstm_bias: initial detector bias.")
+flags.DEFINE_float("slope_per_step", 0.0133, "hmlstm_slope: slope increase per step.",
+                   lower_bound=0)
+flags.DEFINE_string("output", None, "JSON-lines file of the results (appended).")
+
+
+def corpus():
+    """`(train_text, heldout_text, references_fn)`."""
+    from hmkeras import boundary_metrics
+    from hmkeras import data
+
+    if FLAGS.corpus == "synthetic":
+        c = data.SyntheticHierarchicalCorpus(seed=0, train_chars=1_000_000)
+        train, heldout = c.text("train"), c.text("validation")[: FLAGS.eval_chars]
+
+        def references():
+            out = {}
+            for name, marks in (("words", c.word_boundaries("validation")),
+                                ("phrases", c.phrase_boundaries("validation"))):
+                last = np.asarray(marks[: len(heldout)]).astype(int)
+                # The corpus marks last letters; the separator follows them.
+                out[name] = {"last_char": last,
+                             "separator": np.concatenate([[0], last[:-1]])}
+            return out
+
+        return train, heldout, references
+    if not FLAGS.text_file:
+        raise app.UsageError("--corpus=text_file needs --text_file=PATH[,PATH...]")
+    text = "".join(open(path, encoding="utf-8").read() for path in FLAGS.text_file)
+    split = int(0.9 * len(text))
+    train, heldout = text[:split], text[split:][: FLAGS.eval_chars]
+
+    def references():
+        return {"words": {
+            "separator": boundary_metrics.reference_boundaries(heldout),
+            "last_char": boundary_metrics.reference_boundaries(heldout, align="before"),
+        }}
+
+    return train, heldout, references
+
+
+def build(name, vocab_size, seed):
+    import keras
+
+    import hmkeras
+
+    keras.utils.set_random_seed(seed)
+    units = FLAGS.units
+    regularizer = None
+    if name == "lstm":
+        cell = keras.layers.StackedRNNCells([keras.layers.LSTMCell(units) for _ in range(3)])
+    else:
+        bias = FLAGS.boundary_bias if name == "hmlstm_bias" else 0.0
+        cell = hmkeras.HMLSTMCell(units, layer_norm=name != "hmlstm_noln", boundary_bias=bias)
+        if name == "hmlstm_rate":
+            regularizer = hmkeras.BoundaryRateRegularizer(
+                [float(r) for r in FLAGS.rate_targets], weight=FLAGS.rate_weight)
+    tokens = keras.Input((None,), dtype="int32")
+    outputs = keras.layers.RNN(cell, return_sequences=True,
+                               activity_regularizer=regularizer)(
+        keras.layers.Embedding(vocab_size, 32)(tokens))
+    logits = keras.layers.Dense(vocab_size)(outputs)
+    model = keras.Model(tokens, logits)
+    model.compile(keras.optimizers.Adam(2e-3, clipnorm=1.0),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model, keras.Model(tokens, outputs), (cell if name != "lstm" else None)
+
+
+def windows(ids, length):
+    count = (len(ids) - 1) // length
+    x = ids[: count * length].reshape(count, length)
+    y = ids[1: count * length + 1].reshape(count, length)
+    return x, y
+
+
+def evaluate(model, rnn_model, cell, heldout_ids, references):
+    from hmkeras import boundary_metrics
+
+    x, y = windows(heldout_ids, FLAGS.eval_len)
+    logits = model.predict(x, batch_size=8, verbose=0)
+    log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(
+        -1, keepdims=True)) - logits.max(-1, keepdims=True)
+    nll = -np.take_along_axis(log_probs, y[..., None], -1).mean()
+    result = {"bpc": float(nll / np.log(2))}
+    if cell is None:
+        return result
+    _, z = cell.split_outputs(rnn_model.predict(x, batch_size=8, verbose=0))
+    z = np.asarray(z).reshape(-1, cell.num_layers - 1)  # windows back to back
+    result["z_rates"] = z.mean(axis=0).tolist()
+    refs = references()
+    for layer, target in ((0, "words"), (1, "phrases")):
+        if target not in refs:
+            continue
+        trimmed = {k: np.asarray(v)[: len(z)] for k, v in refs[target].items()}
+        scores = boundary_metrics.aligned_boundary_scores(z[:, layer], trimmed)
+        result[f"z{layer + 1}_vs_{target}"] = scores.as_dict()
+    return result
+
+
+def summarize(rows):
+    print(f"\n=== {FLAGS.corpus}: {FLAGS.steps} steps, 3 x {FLAGS.units}, "
+          f"{len(FLAGS.seeds)} seeds (mean, min-max) ===")
+    for name in FLAGS.models:
+        mine = [r for r in rows if r["model"] == name]
+        if not mine:
+            continue
+
+        def stat(values, fmt="{:.3f}"):
+            values = np.asarray(values, dtype=float)
+            return (fmt.format(values.mean()) + " (" + fmt.format(values.min()) + "-"
+                    + fmt.format(values.max()) + ")")
+
+        line = f"{name:12s} bpc {stat([r['bpc'] for r in mine])}"
+        if "z_rates" in mine[0]:
+            for layer in range(len(mine[0]["z_rates"])):
+                line += f"  z^{layer + 1} {stat([r['z_rates'][layer] for r in mine])}"
+            for key in ("z1_vs_words", "z2_vs_phrases"):
+                if key in mine[0]:
+                    line += f"  F1 {key} {stat([r[key]['f1'] for r in mine])}"
+                    line += " [" + ",".join(r[key]["alignment"] for r in mine) + "]"
+        print(line, flush=True)
+
+
+def main(argv):
+    del argv
+    import hmkeras
+    from hmkeras import data
+
+    unknown = sorted(set(FLAGS.models) - set(MODELS))
+    if unknown:
+        raise app.UsageError(f"--models: unknown {unknown}; allowed: {list(MODELS)}")
+    train, heldout, references = corpus()
+    # The symbols of both parts (a rare symbol of real text may occur in
+    # the held-out part only).
+    vocab = data.CharVocabulary.from_text(train + heldout)
+    train_ids = np.asarray(vocab.encode(train), np.int32)
+    heldout_ids = np.asarray(vocab.encode(heldout), np.int32)
+    x, y = windows(train_ids, FLAGS.seq_len)
+    rows = []
+    for seed in (int(s) for s in FLAGS.seeds):
+        order = np.random.default_rng(seed).permutation(len(x))
+        needed = FLAGS.steps * FLAGS.batch_size
+        order = np.resize(order, needed)  # repeats the shuffled windows if short
+        for name in FLAGS.models:
+            model, rnn_model, cell = build(name, len(vocab), seed)
+            start = time.time()
+            callbacks = []
+            if name == "hmlstm_slope":
+                callbacks.append(hmkeras.SlopeAnnealing(
+                    lambda step: min(5.0, 1.0 + FLAGS.slope_per_step * step), unit="step"))
+            model.fit(x[order], y[order], batch_size=FLAGS.batch_size, epochs=1,
+                      shuffle=False, verbose=0, callbacks=callbacks)
+            row = {"corpus": FLAGS.corpus, "model": name, "seed": seed,
+                   "steps": FLAGS.steps, "units": FLAGS.units,
+                   "train_seconds": round(time.time() - start, 1)}
+            row.update(evaluate(model, rnn_model, cell, heldout_ids, references))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if FLAGS.output:
+                with open(FLAGS.output, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+    summarize(rows)
+
+
+if __name__ == "__main__":
+    app.run(main)
