@@ -64,7 +64,7 @@ flags.DEFINE_string("output", None, "JSON-lines file of the results (appended)."
 
 def corpus():
     """`(train_text, heldout_text, references_fn)`."""
-    from hmkeras import boundary_metrics
+    from hmkeras.analysis import boundary_metrics
     from hmkeras import data
 
     if FLAGS.corpus == "synthetic":
@@ -132,7 +132,7 @@ def windows(ids, length):
 
 
 def evaluate(model, rnn_model, cell, heldout_ids, references):
-    from hmkeras import boundary_metrics
+    from hmkeras.analysis import boundary_metrics
 
     x, y = windows(heldout_ids, FLAGS.eval_len)
     logits = model.predict(x, batch_size=8, verbose=0)

@@ -10,9 +10,9 @@ surprise.  This script does the same for two runs of `examples/ptb_char.py`
 
 1. each model is restored from its step export (`<run>/step_model`, see
    below) and scored on the same test text at batch 1 with the state
-   carried over the whole text (`hmkeras.evaluation.evaluate_char_model`
+   carried over the whole text (`hmkeras.analysis.evaluation.evaluate_char_model`
    with `return_losses=True`: one loss per character, in bits);
-2. `hmkeras.surprisal_analysis.surprisal_recovery` ranks the characters by
+2. `hmkeras.analysis.surprisal_analysis.surprisal_recovery` ranks the characters by
    the mean loss of both models and averages each model's loss at the
    surprising characters and `1..--max_offset` steps after;
 3. the table is printed, the plot (`plot_surprisal_recovery`) written to
@@ -119,9 +119,9 @@ def load_step_model(model_dir):
     Example:
 
     >>> import tempfile
-    >>> from hmkeras.char_language_model import CharLanguageModel
+    >>> from hmkeras.models.char_language_model import CharLanguageModel
     >>> from hmkeras.data import CharVocabulary
-    >>> from hmkeras.step_export import export_step_model
+    >>> from hmkeras.training.step_export import export_step_model
     >>> vocab = CharVocabulary.from_text("ab c")
     >>> lm = CharLanguageModel(vocab_size=4, cell="lstm", units=4,
     ...                        embedding_dim=3, output_units=4)
@@ -132,8 +132,8 @@ def load_step_model(model_dir):
     """
     import tensorflow as tf
 
-    from hmkeras.char_language_model import CharLanguageModel
-    from hmkeras.char_language_model import CharLanguageModelConfig
+    from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.models.char_language_model import CharLanguageModelConfig
     from hmkeras.data import CharVocabulary
 
     loaded = tf.saved_model.load(model_dir)
@@ -283,8 +283,8 @@ def compare(run_a, run_b, fraction=0.1, max_offset=4, max_chars=0,
         `(recovery, evaluations)`: a `SurprisalRecovery` and the two
         `EvaluationResult`s (with `losses`).
     """
-    from hmkeras.evaluation import evaluate_char_model
-    from hmkeras.surprisal_analysis import surprisal_recovery
+    from hmkeras.analysis.evaluation import evaluate_char_model
+    from hmkeras.analysis.surprisal_analysis import surprisal_recovery
 
     check_same_test(run_a, run_b)
     if max_chars < 0 or max_chars == 1:
@@ -367,7 +367,7 @@ def default_labels(run_a, run_b):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from hmkeras.surprisal_analysis import plot_surprisal_recovery
+    from hmkeras.analysis.surprisal_analysis import plot_surprisal_recovery
 
     if not 0.0 < FLAGS.fraction <= 1.0:
         raise ValueError(f"--fraction must be in (0, 1]. Received: "

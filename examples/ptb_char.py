@@ -211,7 +211,7 @@ def resolve_settings(flag_values):
             settings[name] = value
     if settings["no_top_down"]:
         settings["top_down"] = False
-    from hmkeras.char_language_model import BOUNDARY_MODES, CELLS, OUTPUTS
+    from hmkeras.models.char_language_model import BOUNDARY_MODES, CELLS, OUTPUTS
 
     _check("cell", settings["cell"], CELLS)
     _check("dataset", settings["dataset"], DATASETS)
@@ -255,7 +255,7 @@ def load_texts(s):
     (`"separator"`) and on its last character (`"last_char"`); a model may
     learn either, its boundaries are scored against both.
     """
-    from hmkeras import boundary_metrics
+    from hmkeras.analysis import boundary_metrics
     from hmkeras import data
 
     if s["dataset"] == "synthetic":
@@ -347,7 +347,7 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
     import keras
 
     import hmkeras
-    from hmkeras.evaluation import evaluate_char_model
+    from hmkeras.analysis.evaluation import evaluate_char_model
 
     class Progress(keras.callbacks.Callback):
         """Counts batches, writes steps.jsonl, checkpoints, honours max_steps."""
@@ -456,8 +456,8 @@ def train(s, lm, ids):
     import keras
 
     from hmkeras import data
-    from hmkeras.stateful_training import TruncatedBPTTModel
-    from hmkeras.training_state import TrainingCheckpoint
+    from hmkeras.training.stateful_training import TruncatedBPTTModel
+    from hmkeras.training.training_state import TrainingCheckpoint
 
     batches = data.TruncatedBPTTBatches(ids["train"], s["batch_size"], s["seq_len"])
     trainer = TruncatedBPTTModel(lm, s["batch_size"])
@@ -526,7 +526,7 @@ def train(s, lm, ids):
 # ----------------------------------------------------------------------------
 def plot_excerpt(s, lm, vocab, text, path):
     """Chung et al. Fig. 3/4 for the first `excerpt_chars` of `text`."""
-    from hmkeras.segmentation_plot import plot_segmentation
+    from hmkeras.analysis.segmentation_plot import plot_segmentation
 
     excerpt = text[: s["excerpt_chars"]]
     ids = vocab.encode(excerpt)[None]
@@ -563,10 +563,10 @@ def run(s):
     import tensorflow as tf
 
     from hmkeras import data
-    from hmkeras.char_language_model import CharLanguageModel
-    from hmkeras.char_language_model import CharLanguageModelConfig
-    from hmkeras.evaluation import evaluate_char_model
-    from hmkeras.step_export import export_step_model
+    from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.models.char_language_model import CharLanguageModelConfig
+    from hmkeras.analysis.evaluation import evaluate_char_model
+    from hmkeras.training.step_export import export_step_model
 
     os.makedirs(s["output_dir"], exist_ok=True)
     texts, reference, info = load_texts(s)
@@ -651,7 +651,7 @@ def more_boundary_scores(boundaries, references):
     Returns:
         A JSON-able dict.
     """
-    from hmkeras import boundary_metrics
+    from hmkeras.analysis import boundary_metrics
 
     def cut(unit):
         return {name: values[: boundaries.shape[0]]

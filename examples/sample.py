@@ -1,6 +1,6 @@
 r"""Samples text from a step model exported by `examples/ptb_char.py`.
 
-The SavedModel (`hmkeras.step_export`) has no hidden state: this script
+The SavedModel (`hmkeras.training.step_export`) has no hidden state: this script
 asks it for the zero state, feeds one symbol at a time and carries the
 returned state itself.  Only TensorFlow and NumPy are needed to run it.
 

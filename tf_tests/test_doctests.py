@@ -18,7 +18,7 @@ MODULES = sorted(
 
 
 def test_every_module_is_collected():
-    assert "hmkeras.hm_lstm_cell" in MODULES and "hmkeras.data.pipeline" in MODULES
+    assert "hmkeras.cells.hm_lstm_cell" in MODULES and "hmkeras.data.pipeline" in MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -44,10 +44,10 @@ __all__ = [
 ]
 
 #: UTF-8 bytes in the WikiText-2 test set (Krause et al. 2017, Section 4.4);
-#: also `hmkeras.bits.WIKITEXT2_TEST_BYTES`.
+#: also `hmkeras.analysis.bits.WIKITEXT2_TEST_BYTES`.
 WIKITEXT2_TEST_BYTES = 1_256_449
 #: Words in the WikiText-2 test set (Krause et al. 2017, Section 4.4, after
-#: Merity et al.); also `hmkeras.bits.WIKITEXT2_TEST_WORDS`.
+#: Merity et al.); also `hmkeras.analysis.bits.WIKITEXT2_TEST_WORDS`.
 WIKITEXT2_TEST_WORDS = 245_569
 
 _FILES = {

@@ -1,0 +1,14 @@
+"""Evaluation, metrics, units and pictures.
+
+* `evaluate_char_model` / `EvaluationResult`: Kadar et al.'s batch-1
+  evaluation with BPC, z rates, z-ratio and boundary scores.
+* `boundary_metrics`: z rates, z-ratio, boundary precision / recall / F1
+  in several alignments.
+* `bits`: unit conversions; `surprisal_analysis`: Krause et al. Fig. 3;
+  `segmentation_plot`: Chung et al. Fig. 3/4.
+"""
+
+from hmkeras.analysis.evaluation import EvaluationResult
+from hmkeras.analysis.evaluation import evaluate_char_model
+
+__all__ = ["EvaluationResult", "evaluate_char_model"]

@@ -1,0 +1,701 @@
+"""Hierarchy machinery shared by the hierarchical multiscale cells.
+
+`HierarchicalCell` is the base of `HMLSTMCell` and `HMRNNCell`.  It owns
+everything the two cells have in common (Chung et al. 2017, Sec. 3.2;
+Kadar et al. 2018, Appendix A and B):
+
+* the argument checks and the per-layer sizes,
+* the non-trainable `slope` weight of the hard sigmoid,
+* the boundary detectors (`"step"`, `"sample"`, `"soft"`),
+* the UPDATE / COPY / FLUSH masks of every layer,
+* the unroll over layers inside one time step (bottom first),
+* the state layout, the output layout and `split_outputs`,
+* layer normalization (Ba et al. 2016) and the configuration.
+
+A subclass only says what one layer computes at one step: which weights a
+layer has (`_build_layer`), what state it carries besides `h`
+(`_extra_state_size`), and its update (`_layer_step`).
+
+State layout (a flat list, as `keras.layers.RNN` wants it):
+`[h^1, (extra^1...), h^2, (extra^2...), ..., h^L, (extra^L...), z]` where
+`z` has shape `(batch, L - 1)` and holds the boundaries of the previous step
+(`z_{t-1}^1 ... z_{t-1}^{L-1}`).  For the HM-LSTM the extra state of a layer
+is its cell state `c^l`.
+
+Output layout (one tensor per step):
+`[h^1 | h^2 | ... | h^L | z^1 ... z^{L-1}]`.
+
+Masks (Kadar et al. Appendix A, Eq. 10-12; Chung et al. Eq. 2-3), with
+`z_t^0 = 1` (the input is never skipped) and no boundary on the top layer:
+
+    flush  = z_{t-1}^l
+    update = (1 - z_{t-1}^l) * z_t^{l-1}
+    copy   = (1 - z_{t-1}^l) * (1 - z_t^{l-1})
+
+The masks are arithmetic, so in the discrete modes COPY keeps the state
+bit for bit (`1 * prev + 0 * new`) and gradients reach `z` through the
+masks as well as through the gated inputs.
+
+Example (rows: FLUSH, UPDATE, COPY):
+
+>>> import tensorflow as tf
+>>> ops = layer_operations(z_previous=tf.constant([[1.0], [0.0], [0.0]]),
+...                        z_below=tf.constant([[0.0], [1.0], [0.0]]))
+>>> [m.numpy().ravel().tolist() for m in (ops.flush, ops.update, ops.copy)]
+[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+"""
+
+import collections
+import math
+
+import keras
+import tensorflow as tf
+
+from hmkeras.cells import straight_through
+from hmkeras.cells.independent_initializers import independent_draw
+from hmkeras.cells.variational_dropout import VariationalDropoutMixin
+
+BOUNDARY_MODES = ("step", "sample", "soft")
+
+LayerOperations = collections.namedtuple(
+    "LayerOperations", ["flush", "update", "copy"]
+)
+LayerOperations.__doc__ = """Masks of shape `(batch, 1)` choosing the operation of one layer.
+
+`None` stands for a mask that is identically zero: the bottom layer never
+COPYs (`copy is None`) and the top layer never FLUSHes (`flush is None`).
+`update` is never `None`.
+"""
+
+
+def blend_copy(copy, previous, candidate):
+    """`copy * previous + (1 - copy) * candidate` (Kadar Eq. 11-12).
+
+    Exact in the discrete modes: with `copy == 1` it returns `previous` bit
+    for bit, with `copy == 0` it returns `candidate`.  `copy=None` means no
+    COPY is possible and returns `candidate` unchanged.
+    """
+    if copy is None:
+        return candidate
+    return copy * previous + (1.0 - copy) * candidate
+
+
+def layer_operations(z_previous, z_below):
+    """UPDATE / COPY / FLUSH masks of one layer (Chung et al. Eq. 2).
+
+    Args:
+        z_previous: `z_{t-1}^l`, shape `(batch, 1)`, or `None` for the top
+            layer, which has no boundary detector.
+        z_below: `z_t^{l-1}`, shape `(batch, 1)`, or `None` for the bottom
+            layer (`z_t^0 = 1`).
+
+    Returns:
+        A `LayerOperations`.
+    """
+    if z_previous is None and z_below is None:
+        raise ValueError("A layer needs a boundary below or above it.")
+    if z_previous is None:  # top layer: UPDATE when the layer below ends
+        return LayerOperations(flush=None, update=z_below, copy=1.0 - z_below)
+    if z_below is None:  # bottom layer: FLUSH or UPDATE, never COPY
+        return LayerOperations(flush=z_previous, update=1.0 - z_previous, copy=None)
+    not_flush = 1.0 - z_previous
+    return LayerOperations(
+        flush=z_previous,
+        update=not_flush * z_below,
+        copy=not_flush * (1.0 - z_below),
+    )
+
+
+def _check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+
+
+def resolve_layer_sizes(units, num_layers):
+    """Per-layer sizes from `units` (int or list) and `num_layers`."""
+    if isinstance(units, (list, tuple)):
+        if not units:
+            raise ValueError("`units` must not be an empty list.")
+        for size in units:
+            _check_positive_int("units", size)
+        if num_layers is not None and num_layers != len(units):
+            raise ValueError(
+                "`units` given as a list must have one size per layer: "
+                f"len(units)={len(units)} but num_layers={num_layers!r}."
+            )
+        sizes = [int(size) for size in units]
+    else:
+        _check_positive_int("units", units)
+        if num_layers is None:
+            num_layers = 3
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int):
+            raise ValueError(
+                "`num_layers` must be an integer >= 2. "
+                f"Received: num_layers={num_layers!r}"
+            )
+        sizes = [int(units)] * num_layers
+    if len(sizes) < 2:
+        raise ValueError(
+            "`num_layers` must be an integer >= 2 (a hierarchy needs a "
+            f"boundary between two layers). Received: num_layers={len(sizes)}"
+        )
+    return sizes
+
+
+class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
+    """Base class of the hierarchical multiscale RNN cells.
+
+    Not used directly: see `HMLSTMCell` and `HMRNNCell`, whose docstrings
+    list the arguments.  Subclasses implement `_build_layer`,
+    `_layer_step`, and set `_extra_states_per_layer` (the number of state
+    tensors of size `units_l` a layer keeps besides `h^l`).
+    """
+
+    _extra_states_per_layer = 0
+    # Number of pre-activation columns per unit of a layer (4 for the LSTM
+    # gates f, i, o, g; 1 for the Elman candidate).
+    _columns_per_unit = 1
+
+    def __init__(
+        self,
+        units,
+        num_layers=None,
+        boundary_mode="step",
+        slope=1.0,
+        layer_norm=True,
+        layer_norm_gain=0.2,
+        top_down=True,
+        boundary_bias=0.0,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        boundary_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = resolve_layer_sizes(units, num_layers)
+        # Variational dropout (one mask per sequence), shared machinery: the
+        # input mask drops x_t, the recurrent masks drop h^l_{t-1} where it
+        # enters a product (recurrent and top-down), as in Keras' LSTMCell;
+        # the carried state itself is not dropped, so COPY stays exact.
+        self.init_variational_dropout(dropout, recurrent_dropout, seed)
+        self.num_layers = len(self.units)
+        if boundary_mode not in BOUNDARY_MODES:
+            raise ValueError(
+                f"`boundary_mode` must be one of {BOUNDARY_MODES}. "
+                f"Received: boundary_mode={boundary_mode!r}"
+            )
+        self.boundary_mode = boundary_mode
+        if (
+            isinstance(slope, bool)
+            or not isinstance(slope, (int, float))
+            or not slope > 0
+            or not math.isfinite(slope)
+        ):
+            raise ValueError(
+                f"`slope` must be a finite number > 0. Received: slope={slope!r}"
+            )
+        self.initial_slope = float(slope)
+        for name, flag in (("layer_norm", layer_norm), ("top_down", top_down)):
+            if not isinstance(flag, bool):
+                raise ValueError(
+                    f"`{name}` must be True or False. Received: {name}={flag!r}"
+                )
+        self.layer_norm = layer_norm
+        if (
+            isinstance(layer_norm_gain, bool)
+            or not isinstance(layer_norm_gain, (int, float))
+            or not math.isfinite(layer_norm_gain)
+            or not layer_norm_gain > 0
+        ):
+            raise ValueError(
+                "`layer_norm_gain` must be a finite number > 0. "
+                f"Received: layer_norm_gain={layer_norm_gain!r}"
+            )
+        self.layer_norm_gain = float(layer_norm_gain)
+        self.top_down = top_down
+        if (
+            isinstance(boundary_bias, bool)
+            or not isinstance(boundary_bias, (int, float))
+            or not math.isfinite(boundary_bias)
+        ):
+            raise ValueError(
+                "`boundary_bias` must be a finite number. "
+                f"Received: boundary_bias={boundary_bias!r}"
+            )
+        self.boundary_bias = float(boundary_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.boundary_initializer = keras.initializers.get(boundary_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.recurrent_constraint = keras.constraints.get(recurrent_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.state_size = []
+        for size in self.units:
+            self.state_size.extend([size] * (1 + self._extra_states_per_layer))
+        self.state_size.append(self.num_layers - 1)
+        self.output_size = sum(self.units) + self.num_layers - 1
+
+    # ------------------------------------------------------------------
+    # Building
+    # ------------------------------------------------------------------
+    def build(self, input_shape):
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ValueError(
+                f"{type(self).__name__} expects `inputs` of rank 2 per step "
+                "(batch, features) with a known feature size, i.e. a "
+                "(batch, time, features) sequence for keras.layers.RNN. "
+                f"Received: inputs.shape={tuple(input_shape)}"
+            )
+        # Chung et al.: the slope `a` of the hard sigmoid; a non-trainable
+        # weight so that it is saved with the model and read afresh by
+        # compiled functions.
+        self.slope = self.add_weight(
+            name="slope",
+            shape=(),
+            initializer=keras.initializers.Constant(self.initial_slope),
+            trainable=False,
+        )
+        # One dict of weights per layer, filled by `_build_layer`; every
+        # random matrix gets its own draw number.
+        self._layer_params = []
+        self._draws = 0
+        below = int(input_shape[-1])
+        for index, size in enumerate(self.units):
+            above = self.units[index + 1] if index + 1 < self.num_layers else None
+            self._build_layer(index, below, size, above)
+            below = size
+
+    def _gate_initializer(self, gates_initializer, units, has_boundary):
+        """Initializer of a `(rows, C * units [+ 1])` matrix.
+
+        The gate columns come from `gates_initializer`, the boundary column
+        (the last one, when the layer has a detector) from
+        `boundary_initializer` (Kadar et al. Sec. 3.1: orthogonal gates,
+        Glorot uniform for the z column).  Every matrix and every boundary
+        column is a draw of its own (`independent_draw`), reproducible from
+        `seed` when it is given: Keras initializer objects return the same
+        values at every call, which would start equal-sized layers equal.
+        """
+        gate_columns = self._columns_per_unit * units
+        gates_draw = independent_draw(gates_initializer, self._draws, self.seed)
+        column_draw = independent_draw(
+            self.boundary_initializer, self._draws + 1, self.seed
+        )
+        self._draws += 2
+
+        def initializer(shape, dtype=None):
+            rows = shape[0]
+            gates = gates_draw((rows, gate_columns), dtype=dtype)
+            if not has_boundary:
+                return gates
+            column = column_draw((rows, 1), dtype=dtype)
+            return keras.ops.concatenate([gates, column], axis=1)
+
+        return initializer
+
+    def _add_matrix(self, name, rows, units, has_boundary, initializer, regularizer,
+                    constraint):
+        columns = self._columns_per_unit * units + int(has_boundary)
+        return self.add_weight(
+            name=name,
+            shape=(rows, columns),
+            initializer=self._gate_initializer(initializer, units, has_boundary),
+            regularizer=regularizer,
+            constraint=constraint,
+        )
+
+    def _add_layer_norm(self, name, size, gain=1.0):
+        """Gain and bias of one layer normalization (Ba et al. 2016)."""
+        gain = self.add_weight(
+            name=f"{name}_gain", shape=(size,),
+            initializer=keras.initializers.Constant(gain),
+        )
+        bias = self.add_weight(name=f"{name}_beta", shape=(size,), initializer="zeros")
+        return gain, bias
+
+    def _add_products(self, index, input_size, units, above_units):
+        """The weights of a layer's three products (Chung Eq. 5-7).
+
+        `kernel_{n}` (W, bottom-up), `recurrent_kernel_{n}` (U) and, below
+        the top when `top_down`, `top_down_kernel_{n}` (V); with
+        `layer_norm`, one normalization per product (Ba et al. Eq. 20).
+
+        Returns:
+            The layer's parameter dict, for the subclass to complete.
+        """
+        n = index + 1  # paper numbering of the layers
+        has_boundary = above_units is not None
+        params = {
+            "kernel": self._add_matrix(
+                f"kernel_{n}", input_size, units, has_boundary,
+                self.kernel_initializer, self.kernel_regularizer,
+                self.kernel_constraint,
+            ),
+            "recurrent_kernel": self._add_matrix(
+                f"recurrent_kernel_{n}", units, units, has_boundary,
+                self.recurrent_initializer, self.recurrent_regularizer,
+                self.recurrent_constraint,
+            ),
+        }
+        if has_boundary and self.top_down:
+            params["top_down_kernel"] = self._add_matrix(
+                f"top_down_kernel_{n}", above_units, units, has_boundary,
+                self.recurrent_initializer, self.recurrent_regularizer,
+                self.recurrent_constraint,
+            )
+        if self.layer_norm:
+            columns = self._columns_per_unit * units + int(has_boundary)
+            for name in ("bottom_up", "recurrent", "top_down"):
+                if name != "top_down" or "top_down_kernel" in params:
+                    params[f"norm_{name}"] = self._add_layer_norm(
+                        f"norm_{name}_{n}", columns, gain=self.layer_norm_gain
+                    )
+        return params
+
+    def _add_bias(self, index, units, has_boundary, gate_shift=None):
+        """`b_l`, with the boundary column's entry set to `boundary_bias`.
+
+        `gate_shift(shape, dtype)`, when given, is added to the gate part
+        (the HM-LSTM's forget bias).
+        """
+        gate_columns = self._columns_per_unit * units
+
+        def initializer(shape, dtype=None):
+            bias = self.bias_initializer(shape, dtype=dtype)
+            shift = keras.ops.zeros((gate_columns,), dtype=dtype)
+            if gate_shift is not None:
+                shift = gate_shift((gate_columns,), dtype)
+            if has_boundary:
+                column = keras.ops.full((1,), self.boundary_bias, dtype=dtype)
+                shift = keras.ops.concatenate([shift, column])
+            return bias + shift
+
+        return self.add_weight(
+            name=f"bias_{index + 1}",
+            shape=(gate_columns + int(has_boundary),),
+            initializer=initializer,
+            regularizer=self.bias_regularizer,
+            constraint=self.bias_constraint,
+        )
+
+    # ------------------------------------------------------------------
+    # Per-sequence constants and the three products
+    # ------------------------------------------------------------------
+    def build_sequence_constants(self, step_input):
+        """Tensors prepared once per sequence (see `variational_dropout`).
+
+        Without layer normalization: the stacked kernels `[U_l; V_l]`.  The
+        recurrent and top-down products only read the previous step, so as
+        one matmul of `[a h^l_{t-1}, b h^{l+1}_{t-1}]` against the stacked
+        kernel they start when the step starts, independently of the
+        bottom-up chain through the layers.
+
+        With layer normalization: each layer's gains and biases stacked as
+        `(num_products, columns)`, in the statistics dtype, so that the
+        products are normalized together in one call.
+        """
+        del step_input
+        constants = {}
+        if not self.layer_norm:
+            stacked = []
+            for params in self._layer_params:
+                blocks = [params["recurrent_kernel"]]
+                if "top_down_kernel" in params:
+                    blocks.append(params["top_down_kernel"])
+                blocks = [tf.cast(tf.convert_to_tensor(b), self.compute_dtype) for b in blocks]
+                stacked.append(tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0])
+            constants["recurrent_top_down_kernels"] = stacked
+            return constants
+        dtype = self._statistics_dtype
+        gains, betas = [], []
+        for params in self._layer_params:
+            names = [n for n in ("norm_bottom_up", "norm_recurrent", "norm_top_down")
+                     if n in params]
+            for stacked, part in ((gains, 0), (betas, 1)):
+                vectors = [tf.cast(tf.convert_to_tensor(params[n][part]), dtype) for n in names]
+                stacked.append(tf.stack(vectors))
+        constants["norm_gains"] = gains
+        constants["norm_betas"] = betas
+        return constants
+
+    @property
+    def _statistics_dtype(self):
+        """float32 under float16 / bfloat16 compute, as Keras' LayerNormalization."""
+        if self.compute_dtype in ("float16", "bfloat16"):
+            return "float32"
+        return self.compute_dtype
+
+    def _mixed_products(self, index, below, recurrent, above, coefficients, constants):
+        """`a W h^{l-1}_t + b U h^l_{t-1} + c V h^{l+1}_{t-1}` (Chung Eq. 5-7).
+
+        Args:
+            index: 0-based layer index.
+            below, recurrent, above: `h^{l-1}_t`, `h^l_{t-1}` and
+                `h^{l+1}_{t-1}` (`above` is `None` for a layer without a
+                top-down kernel).
+            coefficients: `(a, b, c)`, per-row factors of shape `(batch, 1)`
+                of the three products, `None` standing for 1.
+            constants: the cell's per-sequence constants.
+
+        Without layer normalization the factors scale the inputs (each is one
+        scalar per row), and the recurrent and top-down products are one
+        matmul against `[U; V]`.  With it (Ba et al. Eq. 20), each product
+        is normalized on its own, all of a layer's products in one call,
+        with the statistics in float32 under mixed precision.
+
+        Returns:
+            The sum, `(batch, columns)`, without the bias.
+        """
+        params = self._layer_params[index]
+        has_top_down = "top_down_kernel" in params
+        a, b, c = coefficients
+        if not self.layer_norm:
+            if a is not None:
+                below = a * below
+            if b is not None:
+                recurrent = b * recurrent
+            past = recurrent
+            if has_top_down:
+                past = tf.concat([recurrent, above if c is None else c * above], axis=-1)
+            return (
+                tf.matmul(below, params["kernel"])  # Chung Eq. (7)
+                + tf.matmul(past, constants["recurrent_top_down_kernels"][index])  # Eq. (5)-(6)
+            )
+        products = [
+            tf.matmul(below, params["kernel"]),  # Chung Eq. (7)
+            tf.matmul(recurrent, params["recurrent_kernel"]),  # Chung Eq. (5)
+        ]
+        factors = [a, b]
+        if has_top_down:
+            products.append(tf.matmul(above, params["top_down_kernel"]))  # Chung Eq. (6)
+            factors.append(c)
+        stacked = tf.cast(tf.stack(products, axis=1), self._statistics_dtype)
+        normalized = _layer_normalize(  # Ba et al. Eq. (20)-(21)
+            stacked, constants["norm_gains"][index], constants["norm_betas"][index]
+        )
+        if any(f is not None for f in factors):
+            ones = None
+            columns = []
+            for f in factors:
+                if f is None:
+                    if ones is None:
+                        ones = tf.ones_like(next(g for g in factors if g is not None))
+                    f = ones
+                columns.append(f)
+            weights = tf.cast(tf.concat(columns, axis=-1), normalized.dtype)
+            normalized = normalized * weights[:, :, None]
+        return tf.cast(tf.reduce_sum(normalized, axis=1), self.compute_dtype)
+
+    def _normalize(self, x, gain_and_bias):
+        """Layer normalization of `x` over its last axis (Ba et al. Eq. 20-22)."""
+        gain, bias = gain_and_bias
+        dtype = self._statistics_dtype
+        y = _layer_normalize(tf.cast(x, dtype), tf.cast(gain, dtype), tf.cast(bias, dtype))
+        return tf.cast(y, self.compute_dtype)
+
+    # ------------------------------------------------------------------
+    # Subclass interface
+    # ------------------------------------------------------------------
+    def _build_layer(self, index, input_size, units, above_units):
+        raise NotImplementedError
+
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
+        """One layer at one step.
+
+        Args:
+            index: 0-based layer index.
+            below: `h_t^{l-1}` (the input for the bottom layer).
+            z_below: `z_t^{l-1}`, `(batch, 1)`, or `None` at the bottom.
+            state: this layer's previous state list, `h_{t-1}^l` first.
+            recurrent: `h_{t-1}^l` as it enters the recurrent product (with
+                its recurrent-dropout mask applied when training).
+            above: `h_{t-1}^{l+1}` as it enters the top-down product, or
+                `None` for the top layer.
+            z_previous: `z_{t-1}^l`, or `None` for the top layer.
+            ops: the layer's `LayerOperations`.
+            constants: the dict of per-sequence tensors that the cell's
+                `build_sequence_constants` made (see `variational_dropout`).
+
+        Returns:
+            `(new_state, boundary_preactivation)`: the new state list with
+            `h_t^l` first, and the `(batch, 1)` pre-activation of the
+            boundary detector (`None` for the top layer).
+        """
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------
+    # The step
+    # ------------------------------------------------------------------
+    def _detect_boundary(self, preactivation, slope, training):
+        """Chung et al. Eq. (8)-(9) with the straight-through estimator."""
+        if self.boundary_mode == "soft":
+            return straight_through.hard_sigmoid(preactivation, slope)
+        if self.boundary_mode == "sample" and training:
+            # float32 noise: in bfloat16 a uniform draw has only 128 levels.
+            noise_dtype = "float64" if preactivation.dtype == tf.float64 else "float32"
+            noise = keras.random.uniform(
+                tf.shape(preactivation), dtype=noise_dtype, seed=self.seed_generator
+            )
+            return straight_through.bernoulli_straight_through(
+                preactivation, slope, noise
+            )
+        return straight_through.step_straight_through(preactivation, slope)
+
+    def call(self, inputs, states, training=False):
+        per_layer = 1 + self._extra_states_per_layer
+        z_previous = tf.split(states[-1], self.num_layers - 1, axis=-1)
+        slope = tf.convert_to_tensor(self.slope)
+        input_mask = self.input_dropout_mask(inputs, training)
+        if input_mask is not None:
+            inputs = inputs * input_mask
+        recurrent_masks = self.recurrent_dropout_mask(inputs, training)
+        previous_h = [states[index * per_layer] for index in range(self.num_layers)]
+        if recurrent_masks is not None:
+            previous_h = [h * mask for h, mask in zip(previous_h, recurrent_masks)]
+
+        constants = self.sequence_constants(inputs)
+
+        below, z_below = inputs, None
+        new_states, hiddens, boundaries = [], [], []
+        for index in range(self.num_layers):
+            is_top = index == self.num_layers - 1
+            state = list(states[index * per_layer : (index + 1) * per_layer])
+            above = None if is_top else previous_h[index + 1]
+            z_prev = None if is_top else z_previous[index]
+            ops = layer_operations(z_prev, z_below)
+            state, preactivation = self._layer_step(
+                index, below, z_below, state, previous_h[index], above, z_prev,
+                ops, constants,
+            )
+            new_states.extend(state)
+            hiddens.append(state[0])
+            below = state[0]
+            if not is_top:
+                z_below = self._detect_boundary(preactivation, slope, training)
+                boundaries.append(z_below)
+        z = tf.concat(boundaries, axis=-1)
+        new_states.append(z)
+        output = tf.concat(hiddens + [z], axis=-1)
+        return output, new_states
+
+    def get_initial_state(self, batch_size=None):
+        """Zero states; `z_0 = 0`, so no layer FLUSHes at the first step."""
+        return [
+            keras.ops.zeros((batch_size, size), dtype=self.compute_dtype)
+            for size in self.state_size
+        ]
+
+    # ------------------------------------------------------------------
+    # Output layout
+    # ------------------------------------------------------------------
+    def split_outputs(self, outputs):
+        """Split outputs into `(hiddens, boundaries)`.
+
+        Works on one step `(batch, output_size)` and on whole sequences
+        `(batch, time, output_size)`.
+
+        Returns:
+            `hiddens`: a list of `num_layers` tensors `(..., units_l)`,
+            bottom first; `boundaries`: one tensor `(..., num_layers - 1)`.
+        """
+        if outputs.shape[-1] is not None and outputs.shape[-1] != self.output_size:
+            raise ValueError(
+                f"`outputs` must have last dimension output_size="
+                f"{self.output_size}. Received: shape={tuple(outputs.shape)}"
+            )
+        pieces = keras.ops.split(
+            outputs,
+            list(_cumulative(self.units + [self.num_layers - 1]))[:-1],
+            axis=-1,
+        )
+        return list(pieces[:-1]), pieces[-1]
+
+    def get_config(self):
+        config = {
+            "units": list(self.units),
+            "num_layers": self.num_layers,
+            "boundary_mode": self.boundary_mode,
+            "slope": self.initial_slope,
+            "layer_norm": self.layer_norm,
+            "layer_norm_gain": self.layer_norm_gain,
+            "top_down": self.top_down,
+            "boundary_bias": self.boundary_bias,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(
+                self.recurrent_initializer
+            ),
+            "boundary_initializer": keras.initializers.serialize(
+                self.boundary_initializer
+            ),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            "recurrent_regularizer": keras.regularizers.serialize(
+                self.recurrent_regularizer
+            ),
+            "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": keras.constraints.serialize(
+                self.recurrent_constraint
+            ),
+            "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+            **self.variational_dropout_config(),
+        }
+        base = super().get_config()
+        return {**base, **config}
+
+
+def _layer_normalize(x, gain, bias, epsilon=1e-5):
+    """`(x - mean) / sqrt(var + eps) * gain + bias` over the last axis."""
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias
+
+
+def _cumulative(sizes):
+    total = 0
+    for size in sizes:
+        total += size
+        yield total
+
+
+def find_hierarchical_cells(model_or_layer):
+    """All `HierarchicalCell`s inside a model, layer, RNN or wrapper cell."""
+    found, seen = [], set()
+
+    def visit(obj):
+        if obj is None or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, HierarchicalCell):
+            found.append(obj)
+            return
+        if isinstance(obj, (list, tuple)):
+            for child in obj:
+                visit(child)
+            return
+        if not isinstance(obj, keras.layers.Layer):
+            return
+        # Sub-layers are attributes (`RNN.cell`, a wrapper's `cell`,
+        # `StackedRNNCells.cells`, a model's layers, a custom layer's parts).
+        for name, value in vars(obj).items():
+            if name.startswith("_") and name != "_layers":
+                continue
+            visit(value)
+
+    visit(model_or_layer)
+    return found

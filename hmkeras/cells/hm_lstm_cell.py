@@ -1,0 +1,176 @@
+"""The hierarchical multiscale LSTM cell (Chung, Ahn & Bengio, ICLR 2017)."""
+
+import keras
+import tensorflow as tf
+
+from hmkeras.cells.hierarchical_cell import HierarchicalCell
+from hmkeras.cells.masked_lstm_update import masked_lstm_update
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class HMLSTMCell(HierarchicalCell):
+    """Hierarchical multiscale LSTM: the whole hierarchy in one RNN cell.
+
+    At every step each layer `l` (bottom first, `h^0 = x`, `z^0 = 1`)
+    computes (Chung et al. Eq. 4-7, vectorized as in Kadar et al. App. A)
+
+        s = U_l h^l_{t-1} + z^l_{t-1} V_l h^{l+1}_{t-1}
+            + z^{l-1}_t W_l h^{l-1}_t + b_l
+        f, i, o = sigm(s_f, s_i, s_o);  g = tanh(s_g);  z~ = hard_sigm(s_z)
+
+    and then one of three operations (Chung et al. Eq. 2-3):
+
+        FLUSH  (z^l_{t-1} = 1):                   c = i * g
+        UPDATE (z^l_{t-1} = 0, z^{l-1}_t = 1):    c = f * c_{t-1} + i * g
+        COPY   (z^l_{t-1} = 0, z^{l-1}_t = 0):    c, h unchanged (exactly)
+
+    with `h = o * tanh(c)` after FLUSH and UPDATE.  The boundary
+    `z^l_t = f_bound(z~)` (Eq. 8-9) is trained with the straight-through
+    estimator.  The top layer has no boundary detector and no top-down
+    input: it UPDATEs when `z^{L-1}_t = 1` and COPYs otherwise.
+
+    Per-step output: `[h^1 | ... | h^L | z^1 ... z^{L-1}]`, of size
+    `sum(units) + num_layers - 1`; `split_outputs` takes it apart.
+    State: `[h^1, c^1, ..., h^L, c^L, z_{t-1}]` with `z_{t-1}` of shape
+    `(batch, num_layers - 1)`, so a `stateful=True` RNN carries the
+    boundaries across batches (truncated BPTT).
+
+    Args:
+        units: Positive int, the size of every layer, or a list with one
+            size per layer (bottom first).
+        num_layers: Number of layers L >= 2. Defaults to 3, or to
+            `len(units)` when `units` is a list.
+        boundary_mode: `"step"` (Eq. 9, deterministic; default),
+            `"sample"` (z ~ Bernoulli(z~) while training, step at
+            inference) or `"soft"` (z = z~, no discretization).
+        slope: Initial slope `a` of `hard_sigm(x) = clip((a x + 1) / 2, 0,
+            1)`. Kadar et al.'s alpha is `a / 2`. Stored as a
+            non-trainable weight `slope`, changed by `SlopeAnnealing`.
+        layer_norm: Layer normalization (Ba et al. 2016, Eq. 20-22) of
+            each of the bottom-up, recurrent and top-down products and of
+            the cell state before the output tanh, on every layer. Default
+            `True`: Chung et al. normalize all their models (Sec. 4.1);
+            without it the boundaries tend to collapse (README, "Boundaries
+            that learn"). The statistics are computed in float32 under
+            mixed precision.
+        layer_norm_gain: Initial gain of the products' normalizations
+            (default 0.2; the cell state's starts at 1). A normalized
+            product is scale-free, so its Jacobian grows as `1 / |h|`: with
+            gains of 1 the backward pass grows ~1.5x per step at
+            initialization and overflows float32 within a few hundred
+            steps; 0.2 keeps it near 1x.
+        top_down: Whether layers below the top get the gated top-down
+            input `z^l_{t-1} V_l h^{l+1}_{t-1}` (Eq. 6). `False` is
+            Kadar et al.'s NoTopDown ablation.
+        copy_last: The variant of the authors' code base (Kadar et al.'s
+            CopyLast): when the top layer COPYs it keeps `c` but recomputes
+            `h = o * tanh(c_{t-1})`.  Default `False` (the paper: `h` is
+            copied too).
+        boundary_bias: Initial bias of every boundary detector (default 0,
+            as in the papers; an extension: negative values start the
+            layers with fewer boundaries).
+        forget_bias: Added to the forget-gate bias at initialization.
+        kernel_initializer: For the bottom-up matrices `W` (gate columns).
+        recurrent_initializer: For the recurrent `U` and top-down `V`
+            matrices (gate columns). Default orthogonal.
+        boundary_initializer: For the boundary column of every matrix.
+            Default Glorot uniform (Kadar et al. Sec. 3.1).
+        bias_initializer: For the biases.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer:
+            Regularizers of `W`, of `U` and `V`, and of `b`.
+        kernel_constraint, recurrent_constraint, bias_constraint:
+            Constraints of `W`, of `U` and `V`, and of `b`.
+        dropout: Variational dropout rate of the input `x_t` (one mask per
+            sequence, Gal & Ghahramani 2016), in [0, 1).
+        recurrent_dropout: Variational dropout rate of `h^l_{t-1}` where it
+            enters the recurrent and top-down products, in [0, 1). The
+            carried state is not dropped, so COPY stays exact.
+        seed: Seed of the initial weights (every matrix and boundary column
+            is a draw of its own), of the dropout masks and of the Bernoulli
+            boundary samples (`"sample"` mode). Without it the initial
+            weights follow `keras.utils.set_random_seed`.
+
+    Call arguments:
+        inputs: A `(batch, features)` tensor, one step.
+        states: The state list above.
+        training: Whether boundaries are sampled (`"sample"` mode) and
+            dropout is applied.
+
+    Example:
+
+    >>> import keras, numpy as np, hmkeras
+    >>> cell = hmkeras.HMLSTMCell(8, num_layers=3)
+    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+    >>> y = rnn(np.zeros((2, 5, 4), "float32"))
+    >>> tuple(y.shape)
+    (2, 5, 26)
+    >>> hiddens, boundaries = cell.split_outputs(y)
+    >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+    ([(2, 5, 8), (2, 5, 8), (2, 5, 8)], (2, 5, 2))
+    """
+
+    _extra_states_per_layer = 1  # the cell state c^l
+    _columns_per_unit = 4  # f, i, o, g
+
+    def __init__(self, units, num_layers=None, copy_last=False, forget_bias=1.0, **kwargs):
+        super().__init__(units, num_layers=num_layers, **kwargs)
+        if not isinstance(copy_last, bool):
+            raise ValueError(
+                f"`copy_last` must be True or False. Received: copy_last={copy_last!r}"
+            )
+        if isinstance(forget_bias, bool) or not isinstance(forget_bias, (int, float)):
+            raise ValueError(
+                f"`forget_bias` must be a number. Received: forget_bias={forget_bias!r}"
+            )
+        self.copy_last = copy_last
+        self.forget_bias = float(forget_bias)
+
+    def _build_layer(self, index, input_size, units, above_units):
+        params = self._add_products(index, input_size, units, above_units)
+
+        def forget_shift(shape, dtype):
+            # Gate order f, i, o, g: the forget gate is the first block.
+            return keras.ops.concatenate([
+                keras.ops.full((units,), self.forget_bias, dtype=dtype),
+                keras.ops.zeros((shape[0] - units,), dtype=dtype),
+            ])
+
+        params["bias"] = self._add_bias(
+            index, units, above_units is not None, gate_shift=forget_shift
+        )
+        if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
+            params["norm_cell"] = self._add_layer_norm(f"norm_cell_{index + 1}", units)
+        self._layer_params.append(params)
+
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
+        params = self._layer_params[index]
+        units = self.units[index]
+        h_previous, c_previous = state
+        # Chung Eq. (4)-(7): z^{l-1}_t gates the bottom-up product, z^l_{t-1}
+        # the top-down one.
+        s = self._mixed_products(
+            index, below, recurrent, above, (z_below, None, z_previous), constants
+        ) + params["bias"]
+        # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
+        # One split (not three slices) keeps the backward pass to one concat.
+        boundary = None
+        if z_previous is None:
+            sfio, sg = tf.split(s, [3 * units, units], axis=-1)
+        else:
+            sfio, sg, boundary = tf.split(s, [3 * units, units, 1], axis=-1)
+        # Eq. (2)-(3) in the masked form of Kadar et al. Eq. (10)-(12):
+        # FLUSH keeps only i * g; COPY keeps c_{t-1} (and h_{t-1}) bit for bit.
+        cell_output = None
+        if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
+            cell_output = lambda c: self._normalize(c, params["norm_cell"])
+        h, c = masked_lstm_update(
+            sfio, sg, c_previous, h_previous, ops.update, ops.copy,
+            copy_hidden=not (z_previous is None and self.copy_last),
+            cell_output=cell_output,
+        )
+        return [h, c], boundary
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"copy_last": self.copy_last, "forget_bias": self.forget_bias})
+        return config

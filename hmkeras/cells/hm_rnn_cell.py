@@ -1,0 +1,91 @@
+"""The hierarchical multiscale Elman RNN cell (Kadar et al. 2018, Eq. 9)."""
+
+import keras
+import tensorflow as tf
+
+from hmkeras.cells.hierarchical_cell import HierarchicalCell
+from hmkeras.cells.hierarchical_cell import blend_copy
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class HMRNNCell(HierarchicalCell):
+    """Hierarchical multiscale RNN with Elman updates (HMRNN).
+
+    Kadar et al. Eq. (9), in the vectorized form of their Appendix B
+    (Eq. 13-15).  Each layer `l` (bottom first, `h^0 = x`, `z^0 = 1`):
+
+        FLUSH  (z^l_{t-1} = 1):                 h = tanh(W h^{l-1}_t + V h^{l+1}_{t-1} + b)
+        UPDATE (z^l_{t-1} = 0, z^{l-1}_t = 1):  h = tanh(W h^{l-1}_t + U h^l_{t-1} + b)
+        COPY   (z^l_{t-1} = 0, z^{l-1}_t = 0):  h unchanged (exactly)
+
+    i.e. `h = copy * h_{t-1} + (1 - copy) * tanh(W h^{l-1} + (1 - update)
+    V h^{l+1} + update U h^l + b)` (Eq. 15).  The top layer has no
+    top-down input and no boundary: `h = (1 - z^{L-1}_t) h_{t-1} +
+    z^{L-1}_t tanh(W h^{L-1}_t + U h^L_{t-1} + b)` (Eq. 14).
+
+    Every matrix has one extra column, the boundary detector's: the paper
+    gives no separate rule for it, so here `z~ = hard_sigm` of the same
+    mixed pre-activation as the candidate (its last column); during a COPY
+    that is the FLUSH mixture `W h^{l-1}_t + V h^{l+1}_{t-1}`, as Eq. (15)
+    gives with `u_m = 0`.  The boundary
+    machinery (modes, slope, straight-through estimator, masks, state and
+    output layout) is the one `HMLSTMCell` uses.
+
+    Per-step output: `[h^1 | ... | h^L | z^1 ... z^{L-1}]`.
+    State: `[h^1, ..., h^L, z_{t-1}]`.
+
+    Args:
+        units: Positive int (every layer) or a list of per-layer sizes.
+        num_layers: Number of layers L >= 2. Defaults to 3, or to
+            `len(units)` when `units` is a list.
+        boundary_mode: `"step"`, `"sample"` or `"soft"` (see `HMLSTMCell`).
+        slope: Initial hard-sigmoid slope `a` (a non-trainable weight).
+        layer_norm: Layer normalization (Ba et al. 2016) of each of the
+            bottom-up, recurrent and top-down products. Default `True`.
+        layer_norm_gain: Initial gain of those normalizations (see
+            `HMLSTMCell`).
+        top_down: Whether FLUSH reads the layer above (Eq. 9). With
+            `False` a FLUSH uses `tanh(W h^{l-1}_t + b)` alone.
+        boundary_bias, kernel_initializer, recurrent_initializer,
+        boundary_initializer, bias_initializer, kernel_regularizer,
+        recurrent_regularizer, bias_regularizer, kernel_constraint,
+        recurrent_constraint, bias_constraint, dropout, recurrent_dropout,
+        seed: As in `HMLSTMCell`.
+
+    Call arguments:
+        inputs: A `(batch, features)` tensor, one step.
+        states: The state list above.
+        training: Whether boundaries are sampled (`"sample"` mode) and
+            dropout is applied.
+
+    Example:
+
+    >>> import keras, numpy as np, hmkeras
+    >>> cell = hmkeras.HMRNNCell([8, 6], boundary_mode="step")
+    >>> y = keras.layers.RNN(cell, return_sequences=True)(np.ones((2, 5, 3), "float32"))
+    >>> tuple(y.shape)
+    (2, 5, 15)
+    """
+
+    _extra_states_per_layer = 0
+    _columns_per_unit = 1
+
+    def _build_layer(self, index, input_size, units, above_units):
+        params = self._add_products(index, input_size, units, above_units)
+        params["bias"] = self._add_bias(index, units, above_units is not None)
+        self._layer_params.append(params)
+
+    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
+        units = self.units[index]
+        (h_previous,) = state
+        if z_previous is None:
+            coefficients = (None, None, None)  # Eq. (14): the top layer never FLUSHes
+        else:
+            # Eq. (13)/(15): u_m U h^l_{t-1} + (1 - u_m) V h^{l+1}_{t-1}
+            coefficients = (None, ops.update, 1.0 - ops.update)
+        s = self._mixed_products(
+            index, below, recurrent, above, coefficients, constants
+        ) + self._layer_params[index]["bias"]
+        h = blend_copy(ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
+        boundary = s[:, units:] if z_previous is not None else None
+        return [h], boundary

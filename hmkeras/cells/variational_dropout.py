@@ -1,0 +1,351 @@
+"""Per-sequence constants for recurrent cells: variational dropout masks and
+tensors prepared once per sequence (e.g. weight-normalized kernels).
+
+Variational dropout (Gal & Ghahramani, 2016; used by Krause et al. for the
+mLSTM, Section 4.2) draws ONE dropout mask per sequence and batch row and
+applies it at every time step. Other per-sequence work, such as normalizing a
+weight-normalized kernel, likewise only needs doing once per sequence. A cell,
+however, is stepped by `keras.layers.RNN` one step at a time inside a
+`tf.while_loop`, and has no place of its own to do work "before the loop".
+
+`VariationalDropoutMixin` gives a cell that place. A sequence is *open*
+between `begin_sequence(first_step_input)` and `end_sequence()`; while it is
+open the cell's masks and constants are tensors computed once, captured by the
+loop body. `keras.layers.RNN` opens and closes the sequence itself (see the
+private-API note below), also for cells inside `keras.layers.StackedRNNCells`.
+When no sequence is open (the cell is called by hand, or by a wrapper cell
+that does not forward the hooks) everything is computed per call instead: the
+results are the same for constants, while dropout masks are then drawn afresh
+at every call. A wrapper cell forwards the hooks with the module functions
+`begin_sequence(cell, ...)` / `end_sequence(cell)`.
+
+API for a cell (a `keras.layers.Layer` with a `units` attribute):
+
+- `self.init_variational_dropout(dropout, recurrent_dropout, seed)` in
+  `__init__`: validates the rates (ValueError outside [0, 1)), sets
+  `self.dropout`, `self.recurrent_dropout`, `self.seed`, `self.seed_generator`.
+- `recurrent_dropout_units` (property to override, default `self.units`): the
+  size of the recurrent mask, or a list of sizes for one mask per entry (e.g.
+  one per layer of a hierarchical cell).
+- `build_sequence_constants(self, step_input) -> dict` (method to override,
+  default `{}`): the per-sequence tensors, in the cell's compute dtype.
+- In `call(inputs, states, training)`:
+  `self.input_dropout_mask(inputs, training)` -> `(batch, input_dim)` mask or
+  `None`; `self.recurrent_dropout_mask(inputs, training)` -> `(batch, N)` mask
+  (or a list of them) or `None`; `self.sequence_constants(inputs)` -> dict.
+  Masks are `None` when `training` is falsy or the rate is 0, and hold 0 or
+  `1 / (1 - rate)` (inverted dropout) otherwise.
+- `variational_dropout_config()`: the three arguments for `get_config`.
+
+Example (runnable):
+
+```python
+import keras
+import numpy as np
+from keras import ops
+from hmkeras.cells.variational_dropout import VariationalDropoutMixin
+
+
+class TinyRNNCell(VariationalDropoutMixin, keras.layers.Layer):
+    def __init__(self, units, dropout=0.0, recurrent_dropout=0.0, seed=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+        self.output_size = units
+        self.init_variational_dropout(dropout, recurrent_dropout, seed)
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units))
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units))
+
+    def build_sequence_constants(self, step_input):
+        # Done once per sequence under keras.layers.RNN.
+        return {"kernel": ops.cast(self.kernel, self.compute_dtype)}
+
+    def call(self, inputs, states, training=False):
+        h = states[0]
+        x_mask = self.input_dropout_mask(inputs, training)
+        if x_mask is not None:
+            inputs = inputs * x_mask
+        kernel = self.sequence_constants(inputs)["kernel"]
+        h = ops.tanh(ops.matmul(inputs, kernel)
+                     + ops.matmul(h, self.recurrent_kernel))
+        h_mask = self.recurrent_dropout_mask(inputs, training)
+        if h_mask is not None:
+            h = h * h_mask
+        return h, [h]
+
+
+layer = keras.layers.RNN(TinyRNNCell(8, dropout=0.2, recurrent_dropout=0.2))
+y = layer(np.ones((2, 5, 3), "float32"), training=True)
+```
+
+Private Keras API
+-----------------
+`keras.layers.RNN.call` (keras/src/layers/rnn/rnn.py, Keras 3) treats cells
+that are instances of `keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell`
+(and the cells of a `StackedRNNCells`) specially: before the time loop it
+calls `cell.get_dropout_mask(sequences[:, 0, :])` and then
+`cell.get_recurrent_dropout_mask(initial_state[0])`; after the loop it calls
+`cell.reset_dropout_mask()` and `cell.reset_recurrent_dropout_mask()`.
+`VariationalDropoutMixin` subclasses that class ONLY to pass the isinstance
+check and overrides all four methods (`get_dropout_mask` opens the sequence,
+the resets close it). This file is the only place hmkeras relies on it;
+`tf_tests/test_variational_dropout.py` (`test_keras_private_hook_contract`)
+fails if Keras changes it. Should the import ever fail, cells still compute
+correct results per call (with a warning), only slower and with per-step
+rather than per-sequence dropout masks.
+"""
+
+import collections
+import math
+import numbers
+import warnings
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+try:  # The single private-API dependency, see the module docstring.
+    from keras.src.layers.rnn.dropout_rnn_cell import (
+        DropoutRNNCell as _KerasPerSequenceHook,
+    )
+
+    KERAS_HOOK_AVAILABLE = True
+except ImportError:  # pragma: no cover - only on an incompatible Keras.
+    KERAS_HOOK_AVAILABLE = False
+    warnings.warn(
+        "hmkeras: keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell is "
+        "gone from this Keras version; hmkeras cells fall back to per-step "
+        "computation (dropout masks are no longer shared across time)."
+    )
+
+    class _KerasPerSequenceHook:
+        pass
+
+
+_Sequence = collections.namedtuple(
+    "_Sequence", ["input_mask", "recurrent_mask", "constants", "graph"]
+)
+
+
+class _SequenceSlot:
+    """Holds the open sequence, out of sight of Keras/TF attribute tracking."""
+
+    __slots__ = ("sequence",)
+
+    def __init__(self):
+        self.sequence = None
+
+
+def check_rate(name, value):
+    """Returns `value` as a float after checking it is a rate in [0, 1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or not 0.0 <= value < 1.0
+    ):
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1) (0 disables it); "
+            f"received {name}={value!r}."
+        )
+    return float(value)
+
+
+def _current_graph():
+    """The graph being built, or None when executing eagerly."""
+    if tf.executing_eagerly():
+        return None
+    return tf.compat.v1.get_default_graph()
+
+
+def _reachable(owner_graph):
+    """Whether tensors of `owner_graph` may be used from the current context.
+
+    True in the graph itself and in graphs nested in it (a while-loop body, a
+    cond branch), which capture them. Guards against tensors left over by a
+    sequence that was not closed (e.g. after an exception in a traced call).
+    """
+    graph = _current_graph()
+    if owner_graph is None:
+        return graph is None
+    while graph is not None:
+        if graph is owner_graph:
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
+
+
+class VariationalDropoutMixin(_KerasPerSequenceHook):
+    """Mixin for RNN cells: per-sequence dropout masks and constants.
+
+    Put it before `keras.layers.Layer` in the bases and call
+    `init_variational_dropout` from `__init__`. See the module docstring for
+    the API and a runnable example.
+    """
+
+    # -- Set-up ------------------------------------------------------------
+
+    def init_variational_dropout(self, dropout=0.0, recurrent_dropout=0.0, seed=None):
+        """Validates and stores the dropout arguments; makes the seed generator.
+
+        Args:
+            dropout: rate of the mask on the cell input, in [0, 1).
+            recurrent_dropout: rate of the mask(s) on the recurrent state, in
+                [0, 1).
+            seed: `None` or an int, the seed of the masks.
+        """
+        self.dropout = check_rate("dropout", dropout)
+        self.recurrent_dropout = check_rate("recurrent_dropout", recurrent_dropout)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"`seed` must be None or an int; received seed={seed!r}.")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self._vd_slot = _SequenceSlot()
+
+    def variational_dropout_config(self):
+        """The constructor arguments handled here, for `get_config`."""
+        return {
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+            "seed": self.seed,
+        }
+
+    # -- Override points ---------------------------------------------------
+
+    @property
+    def recurrent_dropout_units(self):
+        """Size of the recurrent mask (an int), or a list of sizes."""
+        return self.units
+
+    def build_sequence_constants(self, step_input):
+        """Per-sequence tensors of the cell, as a dict. Default: none."""
+        del step_input
+        return {}
+
+    # -- Sequence life cycle ----------------------------------------------
+
+    @property
+    def in_sequence(self):
+        """Whether a sequence is open and usable from the current context."""
+        sequence = self._vd_slot.sequence
+        return sequence is not None and _reachable(sequence.graph)
+
+    def begin_sequence(self, step_input):
+        """Draws this sequence's masks and computes its constants.
+
+        Args:
+            step_input: the input of one step, `(batch, input_dim)`; fixes the
+                batch size and input size of the masks.
+        """
+        step_input = ops.convert_to_tensor(step_input)
+        self._vd_slot.sequence = _Sequence(
+            input_mask=self._draw_input_mask(step_input),
+            recurrent_mask=self._draw_recurrent_mask(step_input),
+            constants=self.build_sequence_constants(step_input),
+            graph=_current_graph(),
+        )
+
+    def end_sequence(self):
+        """Forgets the open sequence's masks and constants."""
+        self._vd_slot.sequence = None
+
+    # -- Used by `call` ----------------------------------------------------
+
+    def input_dropout_mask(self, inputs, training=None):
+        """The mask for the step input, or None (inference or rate 0)."""
+        if not training or not self.dropout:
+            return None
+        if self.in_sequence:
+            return self._vd_slot.sequence.input_mask
+        return self._draw_input_mask(inputs)
+
+    def recurrent_dropout_mask(self, inputs, training=None):
+        """The mask(s) for the recurrent state, or None."""
+        if not training or not self.recurrent_dropout:
+            return None
+        if self.in_sequence:
+            return self._vd_slot.sequence.recurrent_mask
+        return self._draw_recurrent_mask(inputs)
+
+    def sequence_constants(self, inputs):
+        """The per-sequence constants (computed now if no sequence is open)."""
+        if self.in_sequence:
+            return self._vd_slot.sequence.constants
+        return self.build_sequence_constants(inputs)
+
+    # -- Mask drawing ------------------------------------------------------
+
+    def _draw_mask(self, batch_size, size, rate):
+        ones = ops.ones((batch_size, size), dtype=self.compute_dtype)
+        return keras.random.dropout(ones, rate=rate, seed=self.seed_generator)
+
+    def _draw_input_mask(self, step_input):
+        if not self.dropout:
+            return None
+        return self._draw_mask(
+            ops.shape(step_input)[0], step_input.shape[-1], self.dropout
+        )
+
+    def _draw_recurrent_mask(self, step_input):
+        if not self.recurrent_dropout:
+            return None
+        batch_size = ops.shape(step_input)[0]
+        sizes = self.recurrent_dropout_units
+        if isinstance(sizes, (list, tuple)):
+            return [
+                self._draw_mask(batch_size, size, self.recurrent_dropout)
+                for size in sizes
+            ]
+        return self._draw_mask(batch_size, sizes, self.recurrent_dropout)
+
+    # -- Bridge to keras.layers.RNN (private API, see module docstring) ------
+
+    def get_dropout_mask(self, step_input):
+        self.begin_sequence(step_input)
+        return self._vd_slot.sequence.input_mask
+
+    def get_recurrent_dropout_mask(self, step_input):
+        del step_input  # Already drawn by `get_dropout_mask`.
+        sequence = self._vd_slot.sequence
+        return None if sequence is None else sequence.recurrent_mask
+
+    def reset_dropout_mask(self):
+        self.end_sequence()
+
+    def reset_recurrent_dropout_mask(self):
+        self.end_sequence()
+
+
+def begin_sequence(cell, step_input, states=None):
+    """Opens a sequence on `cell` if it supports it; for wrapper cells.
+
+    A wrapper cell (one that holds another cell and calls it at each step)
+    calls this from its own `begin_sequence`, and `end_sequence(cell)` from its
+    own `end_sequence`, so that the wrapped cell gets per-sequence masks and
+    constants too. Works for `VariationalDropoutMixin` cells and for Keras'
+    dropout cells (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, which need
+    `states`, the wrapped cell's state list); other cells are left alone.
+    """
+    if isinstance(cell, VariationalDropoutMixin):
+        cell.begin_sequence(step_input)
+    elif KERAS_HOOK_AVAILABLE and isinstance(cell, _KerasPerSequenceHook):
+        if states is None:
+            raise ValueError(
+                f"begin_sequence: `states` is needed to prepare the dropout "
+                f"masks of {cell.__class__.__name__}."
+            )
+        states = states if isinstance(states, (list, tuple)) else [states]
+        cell.get_dropout_mask(step_input)
+        cell.get_recurrent_dropout_mask(states[0])
+
+
+def end_sequence(cell):
+    """Closes the sequence opened by `begin_sequence(cell, ...)`."""
+    if isinstance(cell, VariationalDropoutMixin):
+        cell.end_sequence()
+    elif KERAS_HOOK_AVAILABLE and isinstance(cell, _KerasPerSequenceHook):
+        cell.reset_dropout_mask()
+        cell.reset_recurrent_dropout_mask()

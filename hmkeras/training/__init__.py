@@ -1,0 +1,30 @@
+"""Training: callbacks, losses, truncated BPTT, checkpoints, export.
+
+* `SlopeAnnealing`: anneals the hard-sigmoid slope of every HM cell.
+* `BoundaryMonitor` (`BoundaryCollapseWarning`): per-layer boundary rates
+  in the logs, collapse warnings.
+* `BoundaryRateRegularizer`: a penalty pulling each boundary rate toward a
+  target.
+* `TruncatedBPTTModel`: trains a `CharLanguageModel` with its state carried
+  across batches.
+* `TrainingCheckpoint`: resumable checkpoints.
+* `export_step_model`: a stateless step SavedModel for generation.
+"""
+
+from hmkeras.training.boundary_monitor import BoundaryCollapseWarning
+from hmkeras.training.boundary_monitor import BoundaryMonitor
+from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
+from hmkeras.training.slope_annealing import SlopeAnnealing
+from hmkeras.training.stateful_training import TruncatedBPTTModel
+from hmkeras.training.step_export import export_step_model
+from hmkeras.training.training_state import TrainingCheckpoint
+
+__all__ = [
+    "BoundaryCollapseWarning",
+    "BoundaryMonitor",
+    "BoundaryRateRegularizer",
+    "SlopeAnnealing",
+    "TrainingCheckpoint",
+    "TruncatedBPTTModel",
+    "export_step_model",
+]

@@ -1,0 +1,204 @@
+"""`BoundaryMonitor`: per-layer boundary rates during training, collapse alerts.
+
+A hierarchical cell is only worth its cost while its boundary detectors
+segment: a layer whose rate stays near 0 leaves every layer above it
+copying (no update, no gradient), one near 1 makes every step a boundary
+(no segmentation; Kadar et al. Table 2, row 7).  The monitor puts the rate
+of every boundary layer into the training logs every `interval` steps and
+at the end of every epoch (so the progress bar, `History` and a
+`keras.callbacks.TensorBoard` placed after it show them), and warns,
+naming the layer, when a rate stays below `low` or above `high` for
+`patience` checks in a row; `stop_on_collapse=True` also stops the run.
+
+Where the rates come from:
+
+* a model whose `train_step` reports them (`hmkeras.TruncatedBPTTModel`
+  logs `z_rate_1 ... z_rate_{L-1}` of every training batch): those;
+* otherwise a forward pass (inference mode) over `probe`, a batch of the
+  model's inputs, through every `keras.layers.RNN` that runs a
+  hierarchical cell in a functional or Sequential model.
+
+Example:
+
+>>> import keras, numpy as np, hmkeras
+>>> x = np.random.default_rng(0).integers(0, 20, (16, 30))
+>>> model = keras.Sequential([
+...     keras.Input((30,), dtype="int32"), keras.layers.Embedding(20, 8),
+...     keras.layers.RNN(hmkeras.HMLSTMCell(8), return_sequences=True),
+...     keras.layers.Dense(20)])
+>>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+>>> monitor = hmkeras.BoundaryMonitor(probe=x[:4], interval=2, verbose=0)
+>>> history = model.fit(x, x, epochs=1, batch_size=4, callbacks=[monitor], verbose=0)
+>>> sorted(k for k in history.history if k.startswith("z_rate"))
+['z_rate_1', 'z_rate_2']
+"""
+
+import math
+import warnings
+
+import keras
+import numpy as np
+
+from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
+
+
+class BoundaryCollapseWarning(UserWarning):
+    """A boundary layer's rate stayed at (about) 0 or 1 for too long."""
+
+
+def _check_fraction(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+        0.0 <= float(value) <= 1.0
+    ):
+        raise ValueError(f"`{name}` must be a number in [0, 1]. Received: {name}={value!r}")
+    return float(value)
+
+
+def _check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    return int(value)
+
+
+class BoundaryMonitor(keras.callbacks.Callback):
+    """Logs per-layer boundary rates and warns when a layer collapses.
+
+    Args:
+        probe: A batch of the model's inputs on which the rates are measured
+            (inference mode); not needed when the model's `train_step`
+            reports `z_rate_l` itself (`hmkeras.TruncatedBPTTModel`).
+        interval: Check every `interval` training steps (and at the end of
+            every epoch).
+        low: A rate below `low` counts as collapsed to 0.
+        high: A rate above `high` counts as collapsed to 1.
+        patience: Number of consecutive collapsed checks before the warning.
+        stop_on_collapse: Also set `model.stop_training` on a collapse.
+        verbose: 0 (silent) or 1 (the warnings).
+
+    Attributes:
+        collapses: `(step, name, layer, rate)` of every collapse warned about.
+    """
+
+    def __init__(self, probe=None, interval=100, low=0.01, high=0.99, patience=3,
+                 stop_on_collapse=False, verbose=1):
+        super().__init__()
+        self.probe = probe
+        self.interval = _check_positive_int("interval", interval)
+        self.low = _check_fraction("low", low)
+        self.high = _check_fraction("high", high)
+        if not self.low < self.high:
+            raise ValueError(f"`low` must be below `high`. Received: low={low!r}, high={high!r}")
+        self.patience = _check_positive_int("patience", patience)
+        if not isinstance(stop_on_collapse, bool):
+            raise ValueError(
+                "`stop_on_collapse` must be True or False. "
+                f"Received: stop_on_collapse={stop_on_collapse!r}"
+            )
+        self.stop_on_collapse = stop_on_collapse
+        if verbose not in (0, 1):
+            raise ValueError(f"`verbose` must be 0 or 1. Received: verbose={verbose!r}")
+        self.verbose = verbose
+        self.collapses = []
+
+    # ------------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        self._streaks = {}
+        self._warned = set()
+        self._step = 0
+        self._probes = None  # built lazily, when the logs carry no rates
+
+    def _build_probes(self):
+        """`[(prefix, cell, probe_model)]` for every hierarchical RNN."""
+        rnns = [
+            layer for layer in self.model._flatten_layers(include_self=False)
+            if isinstance(layer, keras.layers.RNN) and find_hierarchical_cells(layer)
+        ]
+        if not rnns:
+            raise ValueError(
+                "BoundaryMonitor found no keras.layers.RNN running an HMLSTMCell "
+                "or HMRNNCell in the model."
+            )
+        if self.probe is None:
+            raise ValueError(
+                "BoundaryMonitor needs `probe` (a batch of the model's inputs) "
+                "unless the model's train_step logs z_rate_1, z_rate_2, ..."
+            )
+        try:
+            inputs = self.model.inputs
+        except (AttributeError, ValueError):
+            inputs = None
+        if not inputs:
+            raise ValueError(
+                "BoundaryMonitor(probe=...) needs a functional or Sequential "
+                "model; a subclassed model must log z_rate_l from its train_step."
+            )
+        probes = []
+        for rnn in rnns:
+            output = rnn.output
+            if isinstance(output, (list, tuple)):
+                output = output[0]
+            prefix = "" if len(rnns) == 1 else f"{rnn.name}_"
+            probe_model = keras.Model(inputs[0] if len(inputs) == 1 else inputs, output)
+            probes.append((prefix, find_hierarchical_cells(rnn)[0], probe_model))
+        return probes
+
+    def _measure(self, logs):
+        """`{log_name: rate}` of every boundary layer."""
+        if logs and "z_rate_1" in logs:
+            return {k: float(v) for k, v in logs.items() if k.startswith("z_rate_")}
+        if self._probes is None:
+            self._probes = self._build_probes()
+        rates = {}
+        for prefix, cell, probe_model in self._probes:
+            outputs = probe_model(self.probe, training=False)
+            _, boundaries = cell.split_outputs(outputs)
+            boundaries = np.asarray(boundaries, dtype=np.float64)
+            per_layer = boundaries.reshape(-1, boundaries.shape[-1]).mean(axis=0)
+            for index, rate in enumerate(per_layer):
+                rates[f"{prefix}z_rate_{index + 1}"] = float(rate)
+        return rates
+
+    def _check(self, rates):
+        for name, rate in rates.items():
+            if not math.isfinite(rate):
+                continue
+            state = "low" if rate < self.low else "high" if rate > self.high else None
+            streak = self._streaks.get(name, (None, 0))
+            streak = (state, streak[1] + 1) if state and state == streak[0] else (state, int(bool(state)))
+            self._streaks[name] = streak
+            if state is None:
+                self._warned.discard(name)
+                continue
+            if streak[1] < self.patience or name in self._warned:
+                continue
+            self._warned.add(name)
+            layer = int(name.rsplit("_", 1)[1])
+            self.collapses.append((self._step, name, layer, rate))
+            if state == "low":
+                what = (f"boundary layer {layer} ({name}) fires on {rate:.4f} of the "
+                        f"steps, below low={self.low}: layers above {layer} no "
+                        "longer update and get no gradient")
+            else:
+                what = (f"boundary layer {layer} ({name}) fires on {rate:.4f} of the "
+                        f"steps, above high={self.high}: every step is a boundary, "
+                        "no segmentation is left")
+            message = (f"BoundaryMonitor at step {self._step}: {what} "
+                       f"({self.patience} checks in a row).")
+            if self.verbose:
+                warnings.warn(message, BoundaryCollapseWarning, stacklevel=2)
+            if self.stop_on_collapse:
+                self.model.stop_training = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._step += 1
+        if self._step % self.interval:
+            return
+        rates = self._measure(logs)
+        if logs is not None:
+            logs.update(rates)
+        self._check(rates)
+
+    def on_epoch_end(self, epoch, logs=None):
+        rates = self._measure(logs)
+        if logs is not None:
+            logs.update(rates)

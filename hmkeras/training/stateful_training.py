@@ -1,0 +1,136 @@
+"""Truncated BPTT with the RNN state carried across consecutive batches.
+
+`TruncatedBPTTModel` wraps the stateless network of a
+`hmkeras.models.char_language_model.CharLanguageModel` and keeps its RNN state in
+non-trainable variables of a fixed batch size.  Each `train_step` starts
+from the carried state, runs one `(batch, seq_len)` window, applies the
+gradient (which stops at the window: truncated back-propagation through
+time) and stores the final state for the next batch.  With
+`hmkeras.data.TruncatedBPTTBatches` row `i` of batch `k + 1` continues row
+`i` of batch `k`, so the carried state, boundaries `z` included, is the
+right initial state (Chung et al. Sec. 4.1 train on windows of 100 with the
+state carried over).
+
+Because the carried state lives in variables it is part of
+`model.weights`: `save_weights` / `hmkeras.training.training_state` checkpoint it
+with the parameters, so a run resumes mid-epoch exactly.
+
+Example:
+
+>>> import keras, numpy as np
+>>> from hmkeras.models.char_language_model import CharLanguageModel
+>>> lm = CharLanguageModel(vocab_size=5, cell="hmlstm", units=4,
+...                        embedding_dim=3, output_units=4)
+>>> model = TruncatedBPTTModel(lm, batch_size=2)
+>>> model.compile(keras.optimizers.Adam(0.01), loss=model.loss_function())
+>>> x = np.zeros((2, 6), "int32")
+>>> history = model.fit(x, x, batch_size=2, epochs=1, verbose=0)
+>>> [tuple(v.shape) for v in model.carried_state][-1]
+(2, 2)
+>>> model.reset_carried_state()
+>>> float(np.abs(model.carried_state[0].numpy()).sum())
+0.0
+"""
+
+import math
+
+import keras
+
+import tensorflow as tf
+
+_LN2 = math.log(2.0)
+
+
+class TruncatedBPTTModel(keras.Model):
+    """Trains a `CharLanguageModel` with its state carried across batches.
+
+    Args:
+        language_model: A `CharLanguageModel`.
+        batch_size: The (fixed) number of rows of every batch.
+
+    Call arguments:
+        tokens: `(batch_size, time)` int ids. Returns the logits; in
+            `training` mode the final state is carried to the next call.
+    """
+
+    def __init__(self, language_model, batch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.language_model = language_model
+        self.network = language_model.network
+        self.batch_size = int(batch_size)
+        self.bpc_tracker = keras.metrics.Mean(name="bpc")
+        self.carried_state = [
+            self.add_weight(
+                name=f"carried_state_{i}", shape=(self.batch_size, size),
+                initializer="zeros", trainable=False,
+            )
+            for i, size in enumerate(language_model.state_sizes)
+        ]
+        self.built = True  # the network is built; the state variables exist
+
+    @staticmethod
+    def loss_function():
+        """Mean cross entropy in nats of the logits."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def reset_carried_state(self):
+        """Zeroes the carried state (at the start of every epoch)."""
+        for variable in self.carried_state:
+            variable.assign(tf.zeros_like(variable))
+
+    def call(self, tokens, training=False):
+        logits, _, *state = self.network(
+            [tokens, *[v.value for v in self.carried_state]], training=training
+        )
+        return logits
+
+    def train_step(self, data):
+        x, y = data[0], data[1]
+        lm = self.language_model
+        with tf.GradientTape() as tape:
+            logits, rnn_outputs, *state = self.network(
+                [x, *[v.value for v in self.carried_state]], training=True
+            )
+            loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
+            if lm.boundary_rate_regularizer is not None:
+                loss = loss + lm.boundary_rate_regularizer(rnn_outputs)
+            # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
+            # gradients it unscales must come from the scaled loss.
+            scaled_loss = self.optimizer.scale_loss(loss)
+        variables = self.trainable_variables
+        gradients = tape.gradient(scaled_loss, variables)
+        self.optimizer.apply(gradients, variables)
+        # The gradient is truncated here: the next window starts from a
+        # constant state (truncated BPTT).
+        for variable, value in zip(self.carried_state, state):
+            variable.assign(tf.stop_gradient(value))
+        cross_entropy = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=tf.cast(y, tf.int32), logits=tf.cast(logits, tf.float32)
+            )
+        )
+        # `loss` includes any weight penalty; `bpc` is the bare training
+        # cross entropy in bits per character.
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            elif metric.name == "bpc":
+                metric.update_state(cross_entropy / _LN2)
+            else:
+                metric.update_state(y, logits)
+        logs = {m.name: m.result() for m in self.metrics}
+        # This batch's own BPC (the metrics above are epoch averages).
+        logs["batch_bpc"] = cross_entropy / _LN2
+        if lm.is_hierarchical:
+            # This batch's boundary rates, read by `hmkeras.BoundaryMonitor`.
+            rates = tf.reduce_mean(tf.cast(lm.boundaries(rnn_outputs), tf.float32), axis=[0, 1])
+            for index in range(lm.hierarchical_cell.num_layers - 1):
+                logs[f"z_rate_{index + 1}"] = rates[index]
+        return logs
+
+    @property
+    def metrics(self):
+        metrics = list(super().metrics)
+        if self.bpc_tracker not in metrics:
+            metrics.append(self.bpc_tracker)
+        return metrics

@@ -1,0 +1,93 @@
+"""HMRNNCell against an independent NumPy reference of Kadar et al. Eq. (9)."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hm_reference
+import hmkeras
+from hmkeras.cells.hierarchical_cell import HierarchicalCell
+from hm_fixtures import UNITS, inputs, make_cell, run_rnn
+
+
+CONFIGS = [dict(), dict(layer_norm=False), dict(top_down=False), dict(slope=3.0)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(c) or "default")
+@pytest.mark.parametrize("mode", ["step", "soft"])
+def test_matches_numpy_reference(config, mode):
+    cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, **config)
+    x = inputs()
+    outputs, states = run_rnn(cell, x)
+    ref = hm_reference.hmrnn(
+        x,
+        hm_reference.cell_weights(cell),
+        UNITS,
+        mode=mode,
+        slope=config.get("slope", 1.0),
+        layer_norm_on=config.get("layer_norm", True),
+        top_down=config.get("top_down", True),
+    )
+    np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+    for index in range(len(UNITS)):
+        np.testing.assert_allclose(states[index], ref["h"][index], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(states[-1], ref["z"], atol=0)
+    if mode == "step":
+        ops = ref["ops"]
+        assert {"flush", "update", "copy"} <= set(ops[:, :, 1].ravel())
+        assert {"update", "copy"} <= set(ops[:, :, 2].ravel())
+
+
+def test_sample_mode_matches_reference_given_its_boundaries():
+    cell = make_cell(hmkeras.HMRNNCell, boundary_mode="sample", seed=4)
+    x = inputs(1)
+    outputs, _ = run_rnn(cell, x, training=True)
+    boundaries = np.asarray(cell.split_outputs(outputs)[1])
+    assert set(np.unique(boundaries)) == {0.0, 1.0}
+    ref = hm_reference.hmrnn(x, hm_reference.cell_weights(cell), UNITS, boundaries=boundaries)
+    np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+
+
+def test_copy_is_exact():
+    cell = hmkeras.HMRNNCell([4, 4, 4])
+    cell.build((None, 3))
+    rng = np.random.default_rng(0)
+    states = cell.get_initial_state(batch_size=8)
+    for _ in range(20):
+        x = tf.constant(rng.normal(size=(8, 3)), tf.float32)
+        _, new = cell(x, states)
+        z_now, z_prev = new[-1].numpy(), states[-1].numpy()
+        copy_mid = (z_prev[:, 1] == 0) & (z_now[:, 0] == 0)
+        copy_top = z_now[:, 1] == 0
+        assert np.array_equal(new[1].numpy()[copy_mid], states[1].numpy()[copy_mid])
+        assert np.array_equal(new[2].numpy()[copy_top], states[2].numpy()[copy_top])
+        states = new
+
+
+def test_shares_the_hierarchy_machinery():
+    assert issubclass(hmkeras.HMRNNCell, HierarchicalCell)
+    assert issubclass(hmkeras.HMLSTMCell, HierarchicalCell)
+    # The shared base owns the step and the layouts; the cells only define
+    # their per-layer update.
+    for name in ("call", "split_outputs", "get_initial_state", "build", "_detect_boundary"):
+        assert name not in vars(hmkeras.HMRNNCell), name
+        assert name not in vars(hmkeras.HMLSTMCell), name
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [
+        (dict(units=0), "units"),
+        (dict(units=4, num_layers=1), "num_layers"),
+        (dict(units=[4, 4], num_layers=3), "num_layers"),
+        (dict(units=4, boundary_mode="hard"), "boundary_mode"),
+        (dict(units=4, slope=0), "slope"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        hmkeras.HMRNNCell(**kwargs)

@@ -1,0 +1,151 @@
+"""Tests of examples/compare_surprisal.py (Krause et al. Fig. 3 for two runs)
+and of the WikiText-2 word-level report of examples/ptb_char.py (Eq. 23).
+
+Two tiny runs of `examples/ptb_char.py --preset=quick --tiny` (an HM-LSTM and
+an LSTM on the same synthetic corpus) are made once; the comparison script
+runs in a subprocess (its flags `--output`, `--verbose`, ... share names with
+ptb_char's, so the two cannot be imported into one process).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hmkeras.analysis import bits
+from hmkeras.data import wikitext2_raw
+from example_modules import ROOT, load_example
+from hmkeras.analysis.evaluation import EvaluationResult
+
+SCRIPT = os.path.join(ROOT, "examples", "compare_surprisal.py")
+
+
+ptb_char = load_example("ptb_char")
+
+
+def _tiny_run(output_dir, cell):
+    ptb_char.FLAGS.unparse_flags()
+    ptb_char.FLAGS(["ptb_char", "--preset=quick", "--tiny", f"--cell={cell}",
+                    "--synthetic_train_chars=900", f"--output_dir={output_dir}",
+                    "--verbose=0"])
+    settings = ptb_char.resolve_settings(ptb_char.FLAGS)
+    settings["preset"] = ptb_char.FLAGS.preset
+    return ptb_char.run(settings)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    paths = {cell: str(root / cell) for cell in ("hmlstm", "lstm")}
+    results = {cell: _tiny_run(path, cell) for cell, path in paths.items()}
+    return paths, results
+
+
+def _compare(*args):
+    return subprocess.run([sys.executable, SCRIPT, "--verbose=0", *args],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_compare_surprisal_end_to_end(runs, tmp_path):
+    paths, results = runs
+    png = str(tmp_path / "out" / "recovery.png")
+    done = _compare(f"--run_a={paths['hmlstm']}", f"--run_b={paths['lstm']}",
+                    "--labels=HM,LSTM", "--max_offset=3", f"--output={png}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(str(tmp_path / "out" / "recovery.json")) as f:
+        figures = json.load(f)
+    assert figures["offsets"] == [0, 1, 2, 3]
+    assert [m["label"] for m in figures["models"]] == ["HM", "LSTM"]
+    assert figures["num_targets"] == results["lstm"]["test_targets"]
+    assert figures["num_surprising"] == round(0.1 * figures["num_targets"])
+    for model, cell in zip(figures["models"], ("hmlstm", "lstm")):
+        # The restored step export reproduces the run's own test BPC.
+        assert model["bpc"] == pytest.approx(results[cell]["test_bpc"], rel=1e-4)
+        losses = model["loss_after_surprise"]
+        assert len(losses) == 4 and losses[0] > model["bpc"]  # surprising = costly
+    assert "surprising" in done.stdout and "HM" in done.stdout
+
+
+def test_step_model_flags_and_max_chars(runs, tmp_path):
+    paths, _ = runs
+    out = str(tmp_path / "r.png")
+    done = _compare(f"--model_a={paths['lstm']}/step_model",
+                    f"--model_b={paths['hmlstm']}/step_model", "--max_chars=300",
+                    "--fraction=0.05", f"--output={out}",
+                    f"--output_json={tmp_path / 'figures.json'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(tmp_path / "figures.json") as f:
+        figures = json.load(f)
+    assert (figures["num_chars"], figures["num_targets"]) == (300, 299)
+    assert figures["num_surprising"] == 15
+    assert [m["label"] for m in figures["models"]] == ["lstm", "hmlstm"]
+
+
+def _copy_run(paths, tmp_path, **settings):
+    copy = str(tmp_path / "edited")
+    shutil.copytree(paths["lstm"], copy, ignore=shutil.ignore_patterns(
+        "checkpoints", "logs"))
+    with open(os.path.join(copy, "settings.json")) as f:
+        values = json.load(f)
+    values.update(settings)
+    with open(os.path.join(copy, "settings.json"), "w") as f:
+        json.dump(values, f)
+    return copy
+
+
+@pytest.mark.parametrize("settings,message", [
+    (dict(dataset="ptb_char"), "use different datasets .*'synthetic'.*'ptb_char'"),
+    (dict(seed=7), "different 'synthetic' test texts"),
+])
+def test_mismatched_runs_raise(runs, tmp_path, settings, message):
+    paths, _ = runs
+    other = _copy_run(paths, tmp_path, **settings)
+    done = _compare(f"--run_a={paths['hmlstm']}", f"--run_b={other}",
+                    f"--output={tmp_path / 'x.png'}")
+    assert done.returncode != 0
+    assert "ValueError" in done.stderr and "--run_a=" in done.stderr
+    assert re.search(message, done.stderr), done.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "x.png")
+
+
+def test_missing_run_names_the_flag(tmp_path):
+    done = _compare(f"--run_a={tmp_path}", f"--run_b={tmp_path}")
+    assert done.returncode != 0 and "--run_a=" in done.stderr
+    assert "no step export" in done.stderr
+
+
+def test_word_level_report_of_wikitext2():
+    # The published counts: Krause et al. Section 4.4 (1.2649 bits/byte).
+    full = EvaluationResult(bpc=1.2649, num_targets=wikitext2_raw.WIKITEXT2_TEST_BYTES - 1)
+    report = ptb_char.word_level_results(full, b"x" * wikitext2_raw.WIKITEXT2_TEST_BYTES)
+    assert report["num_words"] == bits.WIKITEXT2_TEST_WORDS
+    assert report["num_words_source"].startswith("published")
+    assert report["bits_per_word"] == pytest.approx(6.4718, abs=1e-4)
+    assert report["word_perplexity"] == pytest.approx(88.8, abs=0.05)
+    # Any other text: its own words (tokens + one per line, count_words).
+    text = b" = Title = \n \n Some text .\n"
+    part = EvaluationResult(bpc=2.0, num_targets=len(text) - 1)
+    report = ptb_char.word_level_results(part, text)
+    assert report["num_words"] == 9 and "count_words" in report["num_words_source"]
+    assert report["bits_per_word"] == pytest.approx(2.0 * len(text) / 9)
+    assert np.isclose(report["word_perplexity"], 2 ** report["bits_per_word"])
+
+
+def test_docstring_example_of_the_script():
+    # In a subprocess: the script's flags would clash with ptb_char's here.
+    code = ("import doctest, importlib.util as u; "
+            f"s = u.spec_from_file_location('compare_surprisal', {SCRIPT!r}); "
+            "m = u.module_from_spec(s); s.loader.exec_module(m); "
+            "r = doctest.testmod(m); print('DOCTEST', r.failed, r.attempted)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    failed, attempted = done.stdout.split("DOCTEST")[-1].split()
+    assert failed == "0" and int(attempted) > 0

@@ -1,0 +1,98 @@
+"""BoundaryMonitor: rates in the logs, collapse warnings, stopping."""
+
+import keras
+import numpy as np
+import pytest
+
+import hmkeras
+from hmkeras.training.boundary_monitor import BoundaryCollapseWarning
+
+VOCAB, T = 12, 15
+
+
+def _model(boundary_bias=0.0):
+    keras.utils.set_random_seed(0)
+    cell = hmkeras.HMLSTMCell(6, num_layers=3, boundary_bias=boundary_bias)
+    model = keras.Sequential([
+        keras.Input((T,), dtype="int32"),
+        keras.layers.Embedding(VOCAB, 4),
+        keras.layers.RNN(cell, return_sequences=True),
+        keras.layers.Dense(VOCAB),
+    ])
+    model.compile(keras.optimizers.Adam(1e-3),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model, cell
+
+
+def _data():
+    x = np.random.default_rng(0).integers(0, VOCAB, (24, T))
+    return x, np.roll(x, -1, axis=1)
+
+
+def _rates(model, cell, probe):
+    outputs = keras.Model(model.inputs[0], model.layers[1].output)(probe)
+    _, z = cell.split_outputs(outputs)
+    return np.asarray(z).reshape(-1, 2).mean(axis=0)
+
+
+def test_rates_in_history_match_a_direct_measurement():
+    model, cell = _model()
+    x, y = _data()
+    monitor = hmkeras.BoundaryMonitor(probe=x[:8], interval=2, verbose=0)
+    history = model.fit(x, y, batch_size=4, epochs=2, callbacks=[monitor], verbose=0)
+    expected = _rates(model, cell, x[:8])
+    np.testing.assert_allclose(
+        [history.history["z_rate_1"][-1], history.history["z_rate_2"][-1]], expected, atol=1e-6)
+    assert monitor.collapses == []
+
+
+def test_warns_naming_the_collapsed_layer_and_stops_when_asked():
+    # A large negative detector bias pins every boundary at 0.
+    model, _ = _model(boundary_bias=-50.0)
+    x, y = _data()
+    monitor = hmkeras.BoundaryMonitor(probe=x[:8], interval=1, patience=2,
+                                      stop_on_collapse=True)
+    with pytest.warns(BoundaryCollapseWarning, match=r"boundary layer 1 \(z_rate_1\).*below low"):
+        model.fit(x, y, batch_size=4, epochs=3, callbacks=[monitor], verbose=0)
+    # Stopped at the second check (patience 2), after 2 of 18 batches.
+    assert int(model.optimizer.iterations.numpy()) == 2
+    assert [c[1] for c in monitor.collapses] == ["z_rate_1", "z_rate_2"]
+
+
+def test_warns_about_rates_stuck_at_one():
+    model, _ = _model(boundary_bias=50.0)
+    x, y = _data()
+    monitor = hmkeras.BoundaryMonitor(probe=x[:8], interval=1, patience=3)
+    with pytest.warns(BoundaryCollapseWarning, match="above high"):
+        model.fit(x, y, batch_size=4, epochs=1, callbacks=[monitor], verbose=0)
+    assert int(model.optimizer.iterations.numpy()) == 6  # not stopped
+
+
+def test_uses_rates_reported_by_the_train_step():
+    from hmkeras.models.char_language_model import CharLanguageModel
+
+    lm = CharLanguageModel(vocab_size=VOCAB, cell="hmlstm", units=6, embedding_dim=4,
+                           output_units=6, boundary_bias=-50.0, seed=0)
+    trainer = hmkeras.TruncatedBPTTModel(lm, batch_size=4)
+    trainer.compile(keras.optimizers.Adam(1e-3), loss=trainer.loss_function())
+    x, y = _data()
+    monitor = hmkeras.BoundaryMonitor(interval=1, patience=1, verbose=0)
+    history = trainer.fit(x, y, batch_size=4, epochs=1, callbacks=[monitor], verbose=0,
+                          shuffle=False)
+    assert history.history["z_rate_1"] == [0.0]
+    assert monitor.collapses and monitor.collapses[0][1] == "z_rate_1"
+
+
+def test_bad_arguments_and_missing_probe():
+    for kwargs, name in ((dict(interval=0), "interval"), (dict(low=-0.1), "low"),
+                         (dict(high=2), "high"), (dict(low=0.5, high=0.4), "low"),
+                         (dict(patience=1.5), "patience"),
+                         (dict(stop_on_collapse="yes"), "stop_on_collapse"),
+                         (dict(verbose=3), "verbose")):
+        with pytest.raises(ValueError, match=name):
+            hmkeras.BoundaryMonitor(**kwargs)
+    model, _ = _model()
+    x, y = _data()
+    with pytest.raises(ValueError, match="needs `probe`"):
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0,
+                  callbacks=[hmkeras.BoundaryMonitor(interval=1)])
