@@ -18,43 +18,65 @@ work (the two extra top-down products); the mLSTM does 1.25 times the
 LSTM's recurrent matrix work.
 """
 
+import math
 import os
 import statistics
+import sys
 import time
 
+from absl import app
+from absl import flags
+import numpy as np
+
+# TensorFlow (keras and hmkeras are imported in the functions, after the
+# flags are checked) reads this when it loads.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import hmkeras  # noqa: E402
 
 CELLS = ("hmlstm", "hmrnn", "mlstm")
 DEFAULT_UNITS = {"hmlstm": 256, "hmrnn": 256, "mlstm": 512}
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("cell", "hmlstm", CELLS, "The hmkeras cell to time.")
-flags.DEFINE_integer("units", 0, "Units per layer (0: 256 for hmlstm/hmrnn, 512 for mlstm).")
-flags.DEFINE_integer("layers", 3, "Layers of the hierarchical cells and of their baseline stack.")
-flags.DEFINE_integer("batch_size", 64, "Sequences per batch.")
-flags.DEFINE_integer("seq_len", 100, "Characters per sequence.")
-flags.DEFINE_integer("vocab", 50, "Vocabulary size.")
-flags.DEFINE_integer("embedding", 128, "Embedding size.")
-flags.DEFINE_integer("steps", 30, "Timed train steps per model.")
-flags.DEFINE_integer("warmup", 3, "Untimed train steps per model first.")
+flags.DEFINE_integer("units", 0, "Units per layer (0: 256 for hmlstm/hmrnn, 512 for mlstm).",
+                     lower_bound=0)
+flags.DEFINE_integer("layers", 3, "Layers of the hierarchical cells and of their baseline "
+                     "stack (at least 2).", lower_bound=2)
+flags.DEFINE_integer("batch_size", 64, "Sequences per batch.", lower_bound=1)
+flags.DEFINE_integer("seq_len", 100, "Characters per sequence.", lower_bound=1)
+flags.DEFINE_integer("vocab", 50, "Vocabulary size.", lower_bound=2)
+flags.DEFINE_integer("embedding", 128, "Embedding size.", lower_bound=1)
+flags.DEFINE_integer("steps", 30, "Timed train steps per model.", lower_bound=1)
+flags.DEFINE_integer("warmup", 3, "Untimed train steps per model first.", lower_bound=0)
 flags.DEFINE_bool("layer_norm", False, "Layer normalization in the hierarchical cell.")
 flags.DEFINE_bool("weight_normalization", False, "mLSTM with weight normalization.")
 flags.DEFINE_float("dropout", 0.0, "Input dropout of both cells.")
 flags.DEFINE_float("recurrent_dropout", 0.0, "Recurrent dropout of both cells.")
 flags.DEFINE_bool("jit_compile", False, "Compile both train steps with XLA.")
-flags.DEFINE_integer("seed", 0, "Random seed.")
+flags.DEFINE_integer("seed", 0, "Random seed.", lower_bound=0)
+for _name in ("dropout", "recurrent_dropout"):
+    flags.register_validator(_name, lambda v: math.isfinite(v) and 0 <= v < 1,
+                             message="must be a number in [0, 1)")
+
+
+def parse_flags(argv):
+    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
+    bad flag or a stray argument is one line on stderr and exit status 1."""
+    try:
+        argv = FLAGS(argv)
+    except flags.Error as error:  # several at once: one line too
+        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
+    if len(argv) > 1:
+        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
+                 "flags are written --name=value.")
+    return argv
 
 
 def cells(name, units):
     """`(ours, baseline, labels)` for `--cell`."""
+    import keras
+
+    import hmkeras
+
     dropout = dict(dropout=FLAGS.dropout, recurrent_dropout=FLAGS.recurrent_dropout)
     if name == "mlstm":
         ours = hmkeras.MultiplicativeLSTMCell(
@@ -71,6 +93,8 @@ def cells(name, units):
 
 
 def make_model(cell):
+    import keras
+
     model = keras.Sequential(
         [
             keras.Input((FLAGS.seq_len,), dtype="int32"),
@@ -89,6 +113,8 @@ def make_model(cell):
 
 def main(argv):
     del argv
+    import keras
+
     keras.utils.set_random_seed(FLAGS.seed)
     units = FLAGS.units or DEFAULT_UNITS[FLAGS.cell]
     ours, baseline, labels = cells(FLAGS.cell, units)
@@ -129,4 +155,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

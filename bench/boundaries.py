@@ -31,7 +31,9 @@ and spread over seeds.
 """
 
 import json
+import math
 import os
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -62,6 +64,47 @@ flags.DEFINE_float("slope_per_step", 0.0133, "hmlstm_slope: slope increase per s
 flags.DEFINE_string("output", None, "JSON-lines file of the results (appended).")
 
 
+def _numbers(values, kind, check=lambda v: True):
+    try:
+        return all(check(kind(v)) for v in values)
+    except ValueError:
+        return False
+
+
+flags.register_validator("models", lambda v: bool(v) and set(v) <= set(MODELS),
+                         message=f"must be among {list(MODELS)}, comma-separated")
+flags.register_validator("seeds", lambda v: bool(v) and _numbers(v, int, lambda s: s >= 0),
+                         message="must be integers >= 0, comma-separated, e.g. 0,1,2")
+flags.register_validator(
+    "rate_targets", lambda v: len(v) == 2 and _numbers(v, float, lambda r: 0 <= r <= 1),
+    message="must be two numbers in [0, 1] (z^1, z^2), e.g. 0.2,0.05")
+for _name in ("rate_weight", "boundary_bias", "slope_per_step"):
+    flags.register_validator(_name, math.isfinite, message="must be a finite number")
+flags.register_multi_flags_validator(
+    ["corpus", "text_file"],
+    lambda v: v["corpus"] != "text_file" or bool(v["text_file"]),
+    message="--corpus=text_file needs --text_file=PATH[,PATH...]")
+flags.register_validator(
+    "text_file", lambda v: all(os.path.isfile(os.path.expanduser(p)) for p in v),
+    message="must name existing files")
+flags.register_multi_flags_validator(
+    ["eval_chars", "eval_len"], lambda v: v["eval_chars"] >= v["eval_len"],
+    message="--eval_chars must be at least --eval_len (one evaluation window)")
+
+
+def parse_flags(argv):
+    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
+    bad flag or a stray argument is one line on stderr and exit status 1."""
+    try:
+        argv = FLAGS(argv)
+    except flags.Error as error:  # several at once: one line too
+        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
+    if len(argv) > 1:
+        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
+                 "flags are written --name=value.")
+    return argv
+
+
 def corpus():
     """`(train_text, heldout_text, references_fn)`."""
     from hmkeras.analysis import boundary_metrics
@@ -82,9 +125,8 @@ def corpus():
             return out
 
         return train, heldout, references
-    if not FLAGS.text_file:
-        raise app.UsageError("--corpus=text_file needs --text_file=PATH[,PATH...]")
-    text = "".join(open(path, encoding="utf-8").read() for path in FLAGS.text_file)
+    text = "".join(open(os.path.expanduser(path), encoding="utf-8").read()
+                   for path in FLAGS.text_file)
     split = int(0.9 * len(text))
     train, heldout = text[:split], text[split:][: FLAGS.eval_chars]
 
@@ -184,9 +226,6 @@ def main(argv):
     import hmkeras
     from hmkeras import data
 
-    unknown = sorted(set(FLAGS.models) - set(MODELS))
-    if unknown:
-        raise app.UsageError(f"--models: unknown {unknown}; allowed: {list(MODELS)}")
     train, heldout, references = corpus()
     # The symbols of both parts (a rare symbol of real text may occur in
     # the held-out part only).
@@ -221,4 +260,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -34,7 +34,8 @@ The test text is loaded from each run's `settings.json` (dataset, seed,
 synthetic sizes, data directories; `--data_dir` / `--manual_dir` override
 the directories) and checked against the `test_text_sha256` in its
 `results.json`.  Both runs must use the same dataset, test text and
-vocabulary, else a `ValueError` says what differs.
+vocabulary, else a `ValueError` (`FlagError`) says what differs. From the
+command line, such errors and bad flag values are one line on stderr.
 
 Example:
 
@@ -49,10 +50,15 @@ Example:
 import json
 import math
 import os
+import sys
 
 from absl import app
 from absl import flags
 import numpy as np
+
+# TensorFlow (imported lazily) reads this when it loads: no C++ start-up
+# chatter unless the user asks for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REFERENCES = ("mean", "a", "b")
 
@@ -65,18 +71,50 @@ flags.DEFINE_string("model_b", None, "Step model dir of B (as --model_a).")
 flags.DEFINE_list("labels", None, "Two names for the table and plot "
                   "(default: the cells).")
 flags.DEFINE_float("fraction", 0.1, "Share of characters taken as surprising.")
-flags.DEFINE_integer("max_offset", 4, "Steps after a surprising character.")
+flags.DEFINE_integer("max_offset", 4, "Steps after a surprising character.",
+                     lower_bound=1)
 flags.DEFINE_integer("max_chars", 0, "Score only the first N test characters "
-                     "(0: all).")
+                     "(0: all; else at least 2).")
 flags.DEFINE_enum("reference", "mean", list(REFERENCES), "Rank characters by "
                   "the mean loss of both models (Krause et al.) or by A's / B's.")
-flags.DEFINE_integer("seq_len", 100, "Chunk length of the batch-1 pass.")
+flags.DEFINE_integer("seq_len", 100, "Chunk length of the batch-1 pass.", lower_bound=1)
 flags.DEFINE_string("data_dir", None, "Override the runs' TFDS data dir.")
 flags.DEFINE_string("manual_dir", None, "Override the runs' raw-corpus dir.")
 flags.DEFINE_string("output", "surprisal_recovery.png", "PNG of the plot.")
 flags.DEFINE_string("output_json", None, "JSON of the figures (default: "
                     "--output with .json).")
-flags.DEFINE_integer("verbose", 1, "1: progress bars of the scoring passes.")
+flags.DEFINE_integer("verbose", 1, "1: progress bars of the scoring passes.",
+                     lower_bound=0, upper_bound=2)
+flags.register_validator("fraction", lambda v: math.isfinite(v) and 0 < v <= 1,
+                         message="must be a number in (0, 1]")
+flags.register_validator("max_chars", lambda v: v == 0 or v >= 2,
+                         message="must be 0 (all) or at least 2")
+flags.register_validator("labels", lambda v: v is None or len(v) == 2,
+                         message="must name two models, e.g. HM-LSTM,LSTM")
+for _side in ("a", "b"):
+    flags.register_multi_flags_validator(
+        [f"run_{_side}", f"model_{_side}"],
+        lambda values, side=_side: bool(values[f"run_{side}"] or values[f"model_{side}"]),
+        message=f"give --run_{_side} (a run directory of examples/ptb_char.py) or "
+                f"--model_{_side} (its step_model directory)")
+
+
+class FlagError(ValueError):
+    """Runs, data or flags that do not fit together; `main` reports it in
+    one line (its message names the flags)."""
+
+
+def parse_flags(argv):
+    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
+    bad flag or a stray argument is one line on stderr and exit status 1."""
+    try:
+        argv = FLAGS(argv)
+    except flags.Error as error:  # several at once: one line too
+        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
+    if len(argv) > 1:
+        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
+                 "flags are written --name=value.")
+    return argv
 
 
 # ----------------------------------------------------------------------------
@@ -85,20 +123,20 @@ flags.DEFINE_integer("verbose", 1, "1: progress bars of the scoring passes.")
 def resolve_run(name, run_dir, model_dir):
     """`(run_dir, model_dir)` of model `name` ("a" or "b") from the flags."""
     if not run_dir and not model_dir:
-        raise ValueError(f"Give --run_{name} (a run dir) or --model_{name} "
-                         "(a step_model dir).")
+        raise FlagError(f"Give --run_{name} (a run dir) or --model_{name} "
+                        "(a step_model dir).")
     given = f"--model_{name}={model_dir!r}" if model_dir else f"--run_{name}={run_dir!r}"
     if not model_dir:
         model_dir = os.path.join(run_dir, "step_model")
     if not run_dir:
         run_dir = os.path.dirname(os.path.normpath(model_dir))
     if not os.path.exists(os.path.join(model_dir, "saved_model.pb")):
-        raise ValueError(f"{given}: no step export at {model_dir!r} (no "
-                         "saved_model.pb); did the run finish?")
+        raise FlagError(f"{given}: no step export at {model_dir!r} (no "
+                        "saved_model.pb); did the run finish?")
     if not os.path.exists(os.path.join(run_dir, "settings.json")):
-        raise ValueError(f"--run_{name}={run_dir!r} has no settings.json (the "
-                         "run directory of examples/ptb_char.py is needed for "
-                         "its test text).")
+        raise FlagError(f"--run_{name}={run_dir!r} has no settings.json (the "
+                        "run directory of examples/ptb_char.py is needed for "
+                        "its test text).")
     return run_dir, model_dir
 
 
@@ -144,7 +182,7 @@ def load_step_model(model_dir):
     saved, target = list(loaded.variables_list), list(lm.network.variables)
     shapes = [tuple(v.shape) for v in saved]
     if shapes != [tuple(v.shape) for v in target]:
-        raise ValueError(
+        raise FlagError(
             f"The step export {model_dir!r} does not fit the network rebuilt from "
             f"its configuration: {len(saved)} variables of shapes {shapes}, the "
             f"rebuilt network has {[tuple(v.shape) for v in target]}."
@@ -168,7 +206,7 @@ def _check_reproduces_step(loaded, lm, model_dir, length=6, atol=1e-4):
         state = {k: v for k, v in out.items() if k.startswith("state_")}
         error = np.abs(out["probabilities"].numpy()[0] - expected[t]).max()
         if error > atol:
-            raise ValueError(
+            raise FlagError(
                 f"The network rebuilt from {model_dir!r} differs from the exported "
                 f"step at probe step {t} (max |dp| = {error:.3g}); the export is "
                 "from an incompatible hmkeras version."
@@ -187,12 +225,30 @@ def load_test_text(settings, data_dir=None, manual_dir=None):
     from hmkeras import data
 
     sizes = ("train_chars", "valid_chars", "test_chars")
-    return data.load_char_corpus(
-        settings["dataset"], "test", data_dir=data_dir or settings.get("data_dir"),
-        manual_dir=manual_dir or settings.get("manual_dir"),
-        allow_download=settings.get("download", True), seed=settings["seed"],
-        synthetic_sizes={k: settings[f"synthetic_{k}"] for k in sizes},
-    )
+    if settings["dataset"] == "text_file":
+        names = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
+        try:
+            return data.read_text_splits(**{name: settings.get(name) for name in names
+                                            if settings.get(name) is not None})[2]
+        except (ValueError, OSError) as error:
+            raise FlagError(f"The run's --dataset=text_file: {error}") from None
+    try:
+        return data.load_char_corpus(
+            settings["dataset"], "test", data_dir=data_dir or settings.get("data_dir"),
+            manual_dir=manual_dir or settings.get("manual_dir"),
+            allow_download=settings.get("download", True), seed=settings["seed"],
+            synthetic_sizes={k: settings[f"synthetic_{k}"] for k in sizes},
+        )
+    except (data.DatasetFilesNotFoundError, data.DatasetVerificationError) as error:
+        # The library names its arguments; say it in this script's flags.
+        message = str(error)
+        for api, words in (
+            ("allow_download=False", "the run was made with --nodownload"),
+            ("load_char_corpus(..., manual_dir=DIR) or "
+             "tfds.download.DownloadConfig(manual_dir=DIR)", "--manual_dir=DIR"),
+        ):
+            message = message.replace(api, words)
+        raise FlagError(message.split("\nNo download is needed")[0]) from None
 
 
 class Run:
@@ -226,13 +282,13 @@ def check_same_test(run_a, run_b):
     (once loaded, `load_texts`) test text."""
     dataset_a, dataset_b = run_a.settings["dataset"], run_b.settings["dataset"]
     if dataset_a != dataset_b:
-        raise ValueError(
+        raise FlagError(
             f"{run_a.flag} and {run_b.flag} use different datasets "
             f"({dataset_a!r} and {dataset_b!r}); the comparison needs both models "
             "scored on the same test text."
         )
     if run_a.vocabulary != run_b.vocabulary:
-        raise ValueError(
+        raise FlagError(
             f"{run_a.flag} and {run_b.flag} have different vocabularies "
             f"({len(run_a.vocabulary)} and {len(run_b.vocabulary)} symbols); the "
             "per-character losses must be of the same symbols."
@@ -240,13 +296,13 @@ def check_same_test(run_a, run_b):
     if run_a.text is None or run_b.text is None:
         return
     if run_a.text != run_b.text:
-        raise ValueError(
+        raise FlagError(
             f"{run_a.flag} and {run_b.flag} have different {dataset_a!r} test texts "
             f"({len(run_a.text):,} and {len(run_b.text):,} characters; for the "
             "synthetic corpus the seed and --synthetic_*_chars must agree)."
         )
     if len(run_a.text) < 2:
-        raise ValueError(f"The test text of {run_a.flag} is too short to score.")
+        raise FlagError(f"The test text of {run_a.flag} is too short to score.")
 
 
 def _check_reproduces_run(run, evaluation):
@@ -256,7 +312,7 @@ def _check_reproduces_run(run, evaluation):
             or evaluation.num_symbols != len(run.text)):
         return
     if not math.isclose(evaluation.bpc, reported, rel_tol=1e-3):
-        raise ValueError(
+        raise FlagError(
             f"{run.flag}: the restored model scores {evaluation.bpc:.5f} bits/char "
             f"on the test text loaded now, but the run reported {reported:.5f} "
             "(results.json test_bpc): the data files differ from the run's "
@@ -288,11 +344,11 @@ def compare(run_a, run_b, fraction=0.1, max_offset=4, max_chars=0,
 
     check_same_test(run_a, run_b)
     if max_chars < 0 or max_chars == 1:
-        raise ValueError(f"--max_chars must be 0 (all) or at least 2. Received: "
-                         f"--max_chars={max_chars!r}")
+        raise FlagError(f"--max_chars must be 0 (all) or at least 2. Received: "
+                        f"--max_chars={max_chars!r}")
     if reference not in REFERENCES:
-        raise ValueError(f"--reference must be one of {list(REFERENCES)}. "
-                         f"Received: --reference={reference!r}")
+        raise FlagError(f"--reference must be one of {list(REFERENCES)}. "
+                        f"Received: --reference={reference!r}")
     ids = run_a.vocabulary.encode(run_a.text)
     if max_chars:
         ids = ids[:max_chars]
@@ -365,19 +421,19 @@ def default_labels(run_a, run_b):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv  # parse_flags refused stray arguments; absl checked the values
+    try:
+        compare_from_flags()
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+
+
+def compare_from_flags():
+    """The command: compare, print, plot and write the JSON."""
+    for side in ("a", "b"):  # the directories, before TensorFlow loads
+        resolve_run(side, FLAGS[f"run_{side}"].value, FLAGS[f"model_{side}"].value)
     from hmkeras.analysis.surprisal_analysis import plot_surprisal_recovery
 
-    if not 0.0 < FLAGS.fraction <= 1.0:
-        raise ValueError(f"--fraction must be in (0, 1]. Received: "
-                         f"--fraction={FLAGS.fraction!r}")
-    if FLAGS.max_offset < 1:
-        raise ValueError(f"--max_offset must be at least 1. Received: "
-                         f"--max_offset={FLAGS.max_offset!r}")
-    if FLAGS.labels is not None and len(FLAGS.labels) != 2:
-        raise ValueError(f"--labels must name two models. Received: "
-                         f"--labels={','.join(FLAGS.labels)!r}")
     run_a = Run("a", FLAGS.run_a, FLAGS.model_a)
     run_b = Run("b", FLAGS.run_b, FLAGS.model_b)
     check_same_test(run_a, run_b)  # before loading any text
@@ -404,4 +460,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -25,8 +25,10 @@ Krause et al. Eq. 23, for `--dataset=wikitext2_raw`).
 
 Examples:
 
-    # The embedded synthetic corpus, small model, ~8 minutes on 2 CPU cores:
+    # The embedded synthetic corpus, small model (its time: see README.md);
+    # --tiny shrinks any preset to a smoke test of a few seconds:
     python examples/ptb_char.py --preset=quick
+    python examples/ptb_char.py --preset=quick --tiny --output_dir=/tmp/smoke
     python examples/ptb_char.py --preset=quick --cell=lstm
     # Chung et al.'s PTB setup (put ptb.char.*.txt in --manual_dir):
     python examples/ptb_char.py --preset=ptb --manual_dir=~/data/ptb
@@ -42,18 +44,28 @@ Examples:
     python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
         --run_b=runs/quick_lstm --output=runs/surprisal.png
 
-Flags given on the command line override the preset's values.
+Flags given on the command line override the preset's values. Rerunning
+into the same --output_dir resumes that run; flags that change the model
+(`MODEL_FLAGS`: cell, sizes, data, batches, ...) are refused there with the
+differences listed: choose a new --output_dir, or --overwrite to delete the
+old run and start afresh. A bad flag value is one line on stderr.
 """
 
+import contextlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 
 from absl import app
 from absl import flags
 import numpy as np
+
+# TensorFlow (imported lazily, below) reads this when it loads: no C++
+# start-up chatter unless the user asks for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # Presets: values for flags; explicit command-line flags win.
 PRESETS = {
@@ -85,22 +97,32 @@ TINY = dict(
     excerpt_chars=120, multiplicative_units=0,
 )
 DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_file")
+# The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS,
+# BOUNDARY_MODES), spelled out so that flags are checked before TensorFlow loads.
+CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
+OUTPUTS = ("gated", "simple", "none")
+BOUNDARY_MODES = ("step", "sample", "soft")
 # Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits).
 TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
 
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)
-flags.DEFINE_string("preset", "none", f"One of {list(PRESETS)}.")
+flags.DEFINE_enum("preset", "none", list(PRESETS), "A set of flag values (PRESETS); "
+                  "flags given explicitly win.")
 flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
-flags.DEFINE_string("dataset", "synthetic", f"One of {list(DATASETS)}.")
+flags.DEFINE_enum("dataset", "synthetic", list(DATASETS), "The corpus.")
 flags.DEFINE_string("data_dir", None, "TFDS data directory.")
 flags.DEFINE_string("manual_dir", None, "Directory with the raw corpus files.")
 flags.DEFINE_bool("download", True, "Let TFDS builders download missing files.")
 flags.DEFINE_string("output_dir", None, "Default: runs/<preset or dataset>_<cell>.")
-flags.DEFINE_integer("seed", 0, "Seed of the initialization and the synthetic corpus.")
-flags.DEFINE_integer("synthetic_train_chars", 1_000_000, "Synthetic corpus sizes.")
-flags.DEFINE_integer("synthetic_valid_chars", 50_000, "")
-flags.DEFINE_integer("synthetic_test_chars", 50_000, "")
+flags.DEFINE_bool("overwrite", False, "Delete the run in --output_dir (if any) and "
+                  "start afresh; without it a rerun resumes that run.")
+flags.DEFINE_integer("seed", 0, "Seed of the initialization and the synthetic corpus.",
+                     lower_bound=0)
+flags.DEFINE_integer("synthetic_train_chars", 1_000_000, "Synthetic corpus sizes.",
+                     lower_bound=1)
+flags.DEFINE_integer("synthetic_valid_chars", 50_000, "", lower_bound=1)
+flags.DEFINE_integer("synthetic_test_chars", 50_000, "", lower_bound=1)
 flags.DEFINE_string("text_file", None, "--dataset=text_file: a UTF-8 text file to train on.")
 flags.DEFINE_string("valid_file", None, "Validation text file (default: cut from --text_file).")
 flags.DEFINE_string("test_file", None, "Test text file (default: cut from --text_file).")
@@ -109,14 +131,16 @@ flags.DEFINE_float("valid_fraction", 0.05, "Share of --text_file for validation,
 flags.DEFINE_float("test_fraction", 0.05, "Share of --text_file for the test, "
                    "without --test_file (the end of the file).")
 # Model.
-flags.DEFINE_string("cell", "hmlstm", "One of hmlstm, hmrnn, lstm, mlstm.")
-flags.DEFINE_integer("units", 512, "Units of every recurrent layer.")
-flags.DEFINE_integer("num_layers", 3, "Recurrent layers (mlstm: 1).")
-flags.DEFINE_integer("embedding_dim", 128, "Input embedding size.")
-flags.DEFINE_string("output", "gated", "Output module: gated (Chung Eq. 11-12), "
-                    "simple (Kadar SimplerOut) or none.")
-flags.DEFINE_integer("output_units", 512, "Output embedding size.")
-flags.DEFINE_string("boundary_mode", "step", "step, sample or soft.")
+flags.DEFINE_enum("cell", "hmlstm", list(CELLS), "The recurrent cell.")
+flags.DEFINE_integer("units", 512, "Units of every recurrent layer.", lower_bound=1)
+flags.DEFINE_integer("num_layers", 3, "Recurrent layers (hmlstm, hmrnn: at least 2; "
+                     "mlstm: 1).", lower_bound=1)
+flags.DEFINE_integer("embedding_dim", 128, "Input embedding size.", lower_bound=1)
+flags.DEFINE_enum("output", "gated", list(OUTPUTS), "Output module: gated (Chung "
+                  "Eq. 11-12), simple (Kadar SimplerOut) or none.")
+flags.DEFINE_integer("output_units", 512, "Output embedding size.", lower_bound=1)
+flags.DEFINE_enum("boundary_mode", "step", list(BOUNDARY_MODES), "Boundary detector: "
+                  "hard step, Bernoulli sample or soft.")
 flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
@@ -128,7 +152,7 @@ flags.DEFINE_list("boundary_rate_targets", None, "Targets of z^1 .. z^{L-1} for 
                   "boundary-rate penalty (extension), e.g. 0.2,0.05.")
 flags.DEFINE_float("boundary_rate_weight", 0.0, "Weight of the boundary-rate penalty.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
-                     "every N steps.")
+                     "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
                   "layer collapses to 0 or 1.")
 flags.DEFINE_bool("top_down", True, "Top-down connections (false: Kadar NoTopDown).")
@@ -137,38 +161,88 @@ flags.DEFINE_bool("copy_last", False, "Kadar CopyLast variant of the top layer."
 flags.DEFINE_bool("weight_norm", False, "mLSTM weight normalization.")
 flags.DEFINE_float("dropout", 0.0, "Variational dropout on the cell input (every cell).")
 flags.DEFINE_float("recurrent_dropout", 0.0, "Variational dropout on the hidden state.")
-flags.DEFINE_integer("multiplicative_units", 0, "mLSTM m_t size (0: units).")
+flags.DEFINE_integer("multiplicative_units", 0, "mLSTM m_t size (0: units).",
+                     lower_bound=0)
 flags.DEFINE_float("l2", 0.0, "L2 weight penalty on every kernel.")
 # Training.
-flags.DEFINE_integer("batch_size", 64, "Rows of every training batch.")
-flags.DEFINE_integer("seq_len", 100, "Truncated-BPTT window.")
+flags.DEFINE_integer("batch_size", 64, "Rows of every training batch.", lower_bound=1)
+flags.DEFINE_integer("seq_len", 100, "Truncated-BPTT window.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 0.002, "Adam learning rate.")
 flags.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clipping threshold.")
 flags.DEFINE_bool("lr_schedule", True, "Divide the learning rate when validation stalls.")
 flags.DEFINE_float("lr_divisor", 50.0, "Factor of the division (Chung et al.: 50).")
-flags.DEFINE_integer("max_lr_divisions", 2, "Divisions before early stopping can stop.")
-flags.DEFINE_integer("patience", 2, "Epochs without improvement before stopping.")
-flags.DEFINE_integer("max_epochs", 100, "Upper bound of epochs.")
+flags.DEFINE_integer("max_lr_divisions", 2, "Divisions before early stopping can stop.",
+                     lower_bound=0)
+flags.DEFINE_integer("patience", 2, "Epochs without improvement before stopping.",
+                     lower_bound=1)
+flags.DEFINE_integer("max_epochs", 100, "Upper bound of epochs.", lower_bound=1)
 flags.DEFINE_integer("max_steps", 0, "Stop (interrupt) after this many steps in "
-                     "total; rerun to resume. 0: no limit.")
-flags.DEFINE_integer("save_every", 200, "Checkpoint every N steps (and every epoch).")
-flags.DEFINE_integer("valid_batch_size", 16, "Rows of the per-epoch validation pass.")
-flags.DEFINE_integer("zrate_chars", 5000, "Validation slice for the per-epoch z rates.")
-flags.DEFINE_integer("test_batch_size", 1, "1: Kadar et al.'s protocol.")
-flags.DEFINE_integer("excerpt_chars", 270, "Length of the segmentation excerpt.")
-flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).")
+                     "total; rerun to resume. 0: no limit.", lower_bound=0)
+flags.DEFINE_integer("save_every", 200, "Checkpoint every N steps (and every epoch).",
+                     lower_bound=1)
+flags.DEFINE_integer("valid_batch_size", 16, "Rows of the per-epoch validation pass.",
+                     lower_bound=1)
+flags.DEFINE_integer("zrate_chars", 5000, "Validation slice for the per-epoch z rates.",
+                     lower_bound=2)
+flags.DEFINE_integer("test_batch_size", 1, "1: Kadar et al.'s protocol.", lower_bound=1)
+flags.DEFINE_integer("excerpt_chars", 270, "Length of the segmentation excerpt.",
+                     lower_bound=1)
+flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).", lower_bound=0,
+                     upper_bound=2)
 _OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
+
+# Ranges of the float flags (the integer flags carry absl bounds). absl checks
+# them while parsing and reports `flag --name=value: must be ...`.
+FLOAT_RANGES = {
+    "valid_fraction": ("in (0, 1)", lambda v: 0 < v < 1),
+    "test_fraction": ("in (0, 1)", lambda v: 0 < v < 1),
+    "slope": ("> 0", lambda v: v > 0),
+    "slope_max": ("> 0", lambda v: v > 0),
+    "slope_rate": (">= 0", lambda v: v >= 0),
+    "boundary_bias": ("finite", lambda v: True),
+    "boundary_rate_weight": (">= 0", lambda v: v >= 0),
+    "dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
+    "recurrent_dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
+    "l2": (">= 0", lambda v: v >= 0),
+    "learning_rate": ("> 0", lambda v: v > 0),
+    "clip_norm": ("> 0", lambda v: v > 0),
+    "lr_divisor": (">= 1", lambda v: v >= 1),
+}
+for _name, (_allowed, _check_value) in FLOAT_RANGES.items():
+    flags.register_validator(
+        _name, lambda v, ok=_check_value: v is None or (math.isfinite(v) and ok(v)),
+        message=f"must be a number {_allowed}" if _allowed != "finite"
+        else "must be a finite number")
+
+
+def _rates_ok(values):
+    try:
+        return values is None or all(0 <= float(v) <= 1 for v in values)
+    except ValueError:
+        return False
+
+
+flags.register_validator(
+    "boundary_rate_targets", _rates_ok,
+    message="must be numbers in [0, 1], one per boundary layer, e.g. 0.2,0.05")
+
+
+def parse_flags(argv):
+    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
+    bad flag or a stray argument is one line on stderr and exit status 1."""
+    try:
+        argv = FLAGS(argv)
+    except flags.Error as error:  # several at once: one line too
+        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
+    if len(argv) > 1:
+        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
+                 "flags are written --name=value.")
+    return argv
 
 
 class FlagError(ValueError):
-    """A bad flag value or combination; `main` reports it in one line."""
-
-
-def _check(name, value, allowed):
-    if value not in allowed:
-        raise FlagError(
-            f"--{name} must be one of {list(allowed)}. Received: --{name}={value!r}"
-        )
+    """A bad flag combination, or data or an --output_dir that the flags do
+    not fit; `main` reports it without a traceback, naming the flags."""
 
 
 def _check_text_file_flags(settings, flag_values):
@@ -199,8 +273,12 @@ HIERARCHICAL_ONLY_FLAGS = (
 
 
 def resolve_settings(flag_values):
-    """The run's settings: preset, then `--tiny`, then explicit flags."""
-    _check("preset", flag_values.preset, PRESETS)
+    """The run's settings: preset, then `--tiny`, then explicit flags.
+
+    Single values were checked by absl while parsing (enums, bounds,
+    `FLOAT_RANGES`); combinations are checked here (`FlagError`), before
+    TensorFlow loads.
+    """
     settings = {name: flag_values[name].value for name in flag_values
                 if name in _OWN_FLAGS}
     overrides = dict(PRESETS[flag_values.preset])
@@ -211,13 +289,13 @@ def resolve_settings(flag_values):
             settings[name] = value
     if settings["no_top_down"]:
         settings["top_down"] = False
-    from hmkeras.models.char_language_model import BOUNDARY_MODES, CELLS, OUTPUTS
-
-    _check("cell", settings["cell"], CELLS)
-    _check("dataset", settings["dataset"], DATASETS)
     _check_text_file_flags(settings, flag_values)
-    _check("output", settings["output"], OUTPUTS)
-    _check("boundary_mode", settings["boundary_mode"], BOUNDARY_MODES)
+    manual_dir, data_dir = settings["manual_dir"], settings["data_dir"]
+    if manual_dir and not os.path.isdir(os.path.expanduser(manual_dir)):
+        raise FlagError(f"--manual_dir must be an existing directory, the one that "
+                        f"holds the corpus files. Received: --manual_dir={manual_dir!r}")
+    if data_dir and os.path.isfile(os.path.expanduser(data_dir)):
+        raise FlagError(f"--data_dir must be a directory; {data_dir!r} is a file.")
     if settings["cell"] not in ("hmlstm", "hmrnn"):
         # Options of the hierarchical cells: an error when given explicitly
         # for another cell, dropped when they came from a preset.
@@ -236,6 +314,17 @@ def resolve_settings(flag_values):
                 f"Received: --num_layers={settings['num_layers']}"
             )
         settings["num_layers"] = 1
+    if settings["cell"] in ("hmlstm", "hmrnn"):
+        if settings["num_layers"] < 2:
+            raise FlagError(
+                f"--cell={settings['cell']} is a hierarchy: --num_layers must be at "
+                f"least 2. Received: --num_layers={settings['num_layers']}")
+        targets = settings["boundary_rate_targets"]
+        if targets is not None and len(targets) != settings["num_layers"] - 1:
+            raise FlagError(
+                "--boundary_rate_targets needs one rate per boundary layer "
+                f"(--num_layers - 1 = {settings['num_layers'] - 1}). Received: "
+                f"--boundary_rate_targets={','.join(targets)}")
     if settings["output_dir"] is None:
         prefix = flag_values.preset if flag_values.preset != "none" else settings["dataset"]
         settings["output_dir"] = os.path.join("runs", f"{prefix}_{settings['cell']}")
@@ -283,13 +372,16 @@ def load_texts(s):
     if s["dataset"] == "text_file":
         texts = read_text_file_splits(s)
     else:
-        texts = {
-            split: data.load_char_corpus(
-                s["dataset"], split, data_dir=s["data_dir"], manual_dir=s["manual_dir"],
-                allow_download=s["download"],
-            )
-            for split in ("train", "validation", "test")
-        }
+        try:
+            texts = {
+                split: data.load_char_corpus(
+                    s["dataset"], split, data_dir=s["data_dir"],
+                    manual_dir=s["manual_dir"], allow_download=s["download"],
+                )
+                for split in ("train", "validation", "test")
+            }
+        except (data.DatasetFilesNotFoundError, data.DatasetVerificationError) as error:
+            raise FlagError(data_error_message(error, s)) from None
     separators = "_" if s["dataset"] == "ptb_char" else " \t\n"
 
     def reference(_, text):
@@ -301,6 +393,31 @@ def load_texts(s):
         }}
 
     return texts, reference, {}
+
+
+def data_error_message(error, s):
+    """The message of a data error of `hmkeras.data`, in the flags' words.
+
+    The library names its arguments (`allow_download=False`,
+    `load_char_corpus(..., manual_dir=DIR)`); the user typed `--nodownload`,
+    `--manual_dir`, `--data_dir`, `--dataset`.
+    """
+    message = str(error)
+    for api, flag in (
+        ("allow_download=False", "--nodownload"),
+        ("load_char_corpus(..., manual_dir=DIR) or "
+         "tfds.download.DownloadConfig(manual_dir=DIR)", "--manual_dir=DIR"),
+        ("hmkeras.data.load_char_corpus('synthetic', split) or "
+         "hmkeras.data.SyntheticHierarchicalCorpus()", "--dataset=synthetic"),
+    ):
+        message = message.replace(api, flag)
+    lines = message.split("\n")
+    for name in ("manual_dir", "data_dir"):
+        if s.get(name):
+            path = os.path.abspath(os.path.expanduser(s[name]))
+            lines = [f"{line}  (--{name})" if line.strip() == path else line
+                     for line in lines]
+    return "\n".join(lines)
 
 
 def read_text_file_splits(s):
@@ -350,7 +467,11 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
     from hmkeras.analysis.evaluation import evaluate_char_model
 
     class Progress(keras.callbacks.Callback):
-        """Counts batches, writes steps.jsonl, checkpoints, honours max_steps."""
+        """Counts batches, writes steps.jsonl, checkpoints, honours max_steps.
+
+        `train` sets `interrupted` before each `fit` whose steps end before the
+        epoch does (--max_steps): that epoch gets no validation or summary.
+        """
 
         interrupted = False
 
@@ -361,11 +482,10 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
                 f.write(json.dumps({"step": step, "epoch": progress["epoch"],
                                     "batch": progress["batch"],
                                     "bpc": float(logs["batch_bpc"])}) + "\n")
-            stop = s["max_steps"] and step >= s["max_steps"]
+            stop = Progress.interrupted and s["max_steps"] and step >= s["max_steps"]
             if stop or step % s["save_every"] == 0:
                 checkpoint.save(trainer, progress)
             if stop:
-                Progress.interrupted = True
                 trainer.stop_training = True
 
     class Validation(keras.callbacks.Callback):
@@ -389,7 +509,8 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
                 if sliced.z_ratio is not None:
                     logs["val_z_ratio"] = sliced.z_ratio
 
-    callbacks = [Progress(), Validation()]
+    validation = Validation()
+    callbacks = [Progress(), validation]
     if lm.is_hierarchical:
         # Per-layer z rates of the training batches in the logs every
         # --monitor_interval steps, and a warning naming a collapsed layer.
@@ -400,8 +521,42 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
         # Chung et al. Sec. 4.1: a = min(5, 1 + 0.04 * epoch).
         callbacks.insert(1, hmkeras.SlopeAnnealing(
             lambda epoch: min(top, start + rate * epoch)))
-    callbacks.append(EpochSummaries(os.path.join(s["output_dir"], "logs")))
-    return callbacks, callbacks[0]
+    summaries = EpochSummaries(os.path.join(s["output_dir"], "logs"),
+                               when=lambda: not Progress.interrupted)
+    callbacks.append(summaries)
+    if s["verbose"]:
+        callbacks.append(_epoch_progbar_class()())
+
+    def finish_epoch(epoch):
+        """The end of an epoch whose batches were all trained before (a
+        checkpoint saved between its last batch and its end): validation
+        and summaries, without `fit`."""
+        logs = {}
+        validation.on_epoch_end(epoch, logs)
+        summaries.on_epoch_end(epoch, logs)
+        return logs
+
+    return callbacks, callbacks[0], finish_epoch
+
+
+def _epoch_progbar_class():
+    import keras
+
+    class EpochProgbar(keras.callbacks.ProgbarLogger):
+        """Keras' progress bar without its own `Epoch i/n` line (`train`
+        prints the true one, `fit` is called once per epoch) and, when an
+        epoch stops early, ending at the steps really run."""
+
+        def set_params(self, params):
+            super().set_params(params)
+            self.epochs = 1  # ProgbarLogger prints its line only when > 1
+
+        def on_epoch_end(self, epoch, logs=None):
+            if self.seen:
+                self.target = self.seen
+            super().on_epoch_end(epoch, logs)
+
+    return EpochProgbar
 
 
 def _scalar_metadata():
@@ -424,13 +579,14 @@ def _epoch_summaries_class():
         package (Keras' TensorBoard callback does).
         """
 
-        def __init__(self, log_dir):
+        def __init__(self, log_dir, when=None):
             super().__init__()
             self.log_dir = log_dir
+            self.when = when
             self._writer = None
 
         def on_epoch_end(self, epoch, logs=None):
-            if not logs:
+            if not logs or (self.when is not None and not self.when()):
                 return
             if self._writer is None:
                 self._writer = tf.summary.create_file_writer(self.log_dir)
@@ -447,12 +603,38 @@ def _epoch_summaries_class():
     return EpochSummaries
 
 
-def EpochSummaries(log_dir):  # noqa: N802 (a class built lazily, after TF loads)
-    return _epoch_summaries_class()(log_dir)
+def EpochSummaries(log_dir, when=None):  # noqa: N802 (a class built lazily, after TF loads)
+    """`when`: a callable; epochs for which it returns False are not written."""
+    return _epoch_summaries_class()(log_dir, when)
 
 
-def train(s, lm, ids):
-    """Trains (or resumes) `lm`; returns the progress dict."""
+def _epoch_header(s, epoch, start, steps, num_batches):
+    """`Epoch 2/6: 94 steps`, or which batches this `fit` trains, and why."""
+    line = f"Epoch {epoch + 1}/{s['max_epochs']}: "
+    if steps == 0:
+        return line + f"all {num_batches} batches trained; validation"
+    if start == 0 and steps == num_batches:
+        return line + f"{steps} steps"
+    notes = [f"{steps} steps"] + (["resumed"] if start else [])
+    if start + steps < num_batches:
+        notes.append(f"then --max_steps={s['max_steps']} stops the run")
+    return line + f"batches {start + 1}-{start + steps} of {num_batches} ({', '.join(notes)})"
+
+
+def _stopped(s, progress, step):
+    print(f"Stopped at step {step} (--max_steps={s['max_steps']}); rerun with a "
+          "larger --max_steps (0: no limit) to go on.")
+    progress["interrupted"] = True
+    return progress
+
+
+def train(s, lm, ids, changed=()):
+    """Trains (or resumes) `lm`; returns the progress dict.
+
+    `changed`: names of flags whose values differ from the resumed run's
+    (`prepare_output_dir`); a changed `--learning_rate` replaces the
+    checkpoint's rate (divided as often as the run has divided it).
+    """
     import keras
 
     from hmkeras import data
@@ -476,25 +658,44 @@ def train(s, lm, ids):
         print(f"Resuming from {checkpoint.path}: epoch {progress['epoch'] + 1}, "
               f"batch {progress['batch']}, step "
               f"{int(trainer.optimizer.iterations.numpy())}.")
-    callbacks, progress_callback = _make_callbacks(
+        if "learning_rate" in changed:
+            divisions = progress["lr_divisions"]
+            lr = s["learning_rate"] / s["lr_divisor"] ** divisions
+            trainer.optimizer.learning_rate.assign(lr)
+            print(f"Learning rate now {lr:.3g} (--learning_rate={s['learning_rate']:g}"
+                  + (f", divided {divisions} time(s) by --lr_divisor)." if divisions
+                     else ")."))
+    callbacks, progress_callback, finish_epoch = _make_callbacks(
         s, lm, trainer, checkpoint, progress, ids["validation"])
     while not progress["done"] and progress["epoch"] < s["max_epochs"]:
         epoch = progress["epoch"]
-        if progress["batch"] >= batches.num_batches:
-            progress["batch"] = batches.num_batches
-        if progress["batch"] == 0:
+        start = progress["batch"] = min(progress["batch"], batches.num_batches)
+        step = int(trainer.optimizer.iterations.numpy())
+        if s["max_steps"] and step >= s["max_steps"]:
+            return _stopped(s, progress, step)
+        if start == 0:
             trainer.reset_carried_state()  # a new epoch starts from zero state
-        print(f"Epoch {epoch + 1}/{s['max_epochs']} (batches {progress['batch']}.."
-              f"{batches.num_batches})")
-        history = trainer.fit(
-            batches.dataset(start_batch=progress["batch"]), epochs=epoch + 1,
-            initial_epoch=epoch, callbacks=callbacks, verbose=s["verbose"], shuffle=False,
-        )
+        steps = batches.num_batches - start
+        if s["max_steps"]:
+            steps = min(steps, s["max_steps"] - step)
+        # One fit per epoch; Keras' bar counts this fit's steps (EpochProgbar).
+        progress_callback.__class__.interrupted = start + steps < batches.num_batches
+        print(_epoch_header(s, epoch, start, steps, batches.num_batches))
+        if steps == 0:
+            logs = finish_epoch(epoch)
+        else:
+            history = trainer.fit(
+                batches.dataset(start_batch=start), epochs=epoch + 1,
+                initial_epoch=epoch, steps_per_epoch=steps, callbacks=callbacks,
+                verbose=s["verbose"], shuffle=False,
+            )
+            logs = {k: float(v[-1]) for k, v in history.history.items()}
+            if trainer.stop_training and not progress_callback.interrupted:
+                # BoundaryMonitor(stop_on_collapse=True) ended the epoch early.
+                print("A boundary layer collapsed (--stop_on_collapse): training stops.")
+                progress["done"] = True
         if progress_callback.interrupted:
-            print(f"Stopped at step {s['max_steps']} (--max_steps); rerun to resume.")
-            progress["interrupted"] = True
-            return progress
-        logs = {k: float(v[-1]) for k, v in history.history.items()}
+            return _stopped(s, progress, s["max_steps"])
         progress["history"].append(logs)
         val = logs["val_bpc"]
         if progress["best_val_bpc"] is None or val < progress["best_val_bpc"]:
@@ -557,8 +758,171 @@ def _rate_targets(values):
         ) from None
 
 
+# Flags that define the network (model_config.json), its data or its batches:
+# a run in --output_dir made with other values cannot be resumed with these.
+MODEL_FLAGS = (
+    "dataset", "text_file", "valid_file", "test_file", "valid_fraction", "test_fraction",
+    "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
+    "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
+    "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
+    "boundary_rate_targets", "boundary_rate_weight", "weight_norm", "dropout",
+    "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
+)
+# Not compared: they only choose values of the flags above (--preset, --tiny,
+# --no_top_down is --top_down) or name the run itself.
+UNCOMPARED_FLAGS = ("preset", "tiny", "no_top_down", "overwrite", "output_dir")
+
+
+def _flag_text(value):
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return "unset" if value is None else str(value)
+
+
+def _changes_text(changes):
+    return ", ".join(f"--{name} {_flag_text(old)} -> {_flag_text(new)}"
+                     for name, (old, new) in changes.items())
+
+
+def previous_run_changes(s):
+    """`(model_changes, other_changes)`: `{flag: (old, new)}` between `s` and
+    the settings.json of the run in --output_dir (empty without one).
+
+    `model_changes` are `MODEL_FLAGS`; a flag the old run's settings.json
+    lacks (an older version of this script) counts as its default.
+    """
+    path = os.path.join(s["output_dir"], "settings.json")
+    if not os.path.isfile(path):
+        return {}, {}
+    with open(path) as f:
+        old = json.load(f)
+    model, other = {}, {}
+    for name, new in s.items():
+        if name in UNCOMPARED_FLAGS:
+            continue
+        before = old.get(name, FLAGS[name].default if name in FLAGS else None)
+        if isinstance(new, tuple):
+            new = list(new)
+        if before != new:
+            (model if name in MODEL_FLAGS else other)[name] = (before, new)
+    return model, other
+
+
+def _is_run_dir(path):
+    return any(os.path.exists(os.path.join(path, name))
+               for name in ("settings.json", "checkpoints", "model_config.json"))
+
+
+def prepare_output_dir(s):
+    """Compares the flags with the run already in --output_dir, before any work.
+
+    Another model (`MODEL_FLAGS`) is refused (`FlagError`: a new
+    --output_dir, or --overwrite); other changes are printed in one line and
+    the run resumes. With --overwrite the old run is deleted first.
+
+    Returns:
+        The names of the changed flags that keep the model.
+    """
+    out = s["output_dir"]
+    if s.get("overwrite") and os.path.isdir(out) and os.listdir(out):
+        if not _is_run_dir(out):
+            raise FlagError(
+                f"--overwrite deletes a run of this script (a directory with "
+                f"settings.json or checkpoints/); --output_dir={out!r} is not one. "
+                "Choose another --output_dir, or empty that one yourself.")
+        shutil.rmtree(out)
+        print(f"Deleted the previous run in {out} (--overwrite).")
+        return ()
+    model, other = previous_run_changes(s)
+    if model:
+        raise FlagError(
+            f"--output_dir={out!r} holds a run of another model ({_changes_text(model)}), "
+            "which cannot be resumed with these flags. Use a new --output_dir, or "
+            "--overwrite to delete that run and start afresh.")
+    if other:
+        print(f"{out}: flags changed since the last run, the model is the same and "
+              f"the run resumes: {_changes_text(other)}.")
+    return tuple(other)
+
+
+def _check_model_config(s, config):
+    """Refuses a saved model_config.json (with checkpoints) that `config`
+    does not match: the same flags on other data (e.g. an edited --text_file)."""
+    path = os.path.join(s["output_dir"], "model_config.json")
+    if not (os.path.isfile(path) and os.path.isdir(os.path.join(s["output_dir"],
+                                                                 "checkpoints"))):
+        return
+    with open(path) as f:
+        old = json.load(f)
+    new = json.loads(config.to_json())
+    # Fields an older hmkeras did not write are not compared.
+    changes = {name: (old[name], value) for name, value in new.items()
+               if name in old and old[name] != value}
+    if changes:
+        described = ", ".join(f"{name} {_flag_text(a)} -> {_flag_text(b)}"
+                              for name, (a, b) in changes.items())
+        raise FlagError(
+            f"--output_dir={s['output_dir']!r} holds a model of another configuration "
+            f"(model_config.json: {described}; vocab_size comes from the training "
+            "text). Use a new --output_dir, or --overwrite to delete that run and "
+            "start afresh.")
+
+
+def _tfds_default_data_dir():
+    return os.environ.get("TFDS_DATA_DIR") or os.path.join("~", "tensorflow_datasets")
+
+
+@contextlib.contextmanager
+def removing_new_empty_dirs(roots):
+    """On an exception, removes the directories created under (and up to)
+    each of `roots` meanwhile that are still empty; then re-raises."""
+    before = []
+    for root in roots:
+        root = os.path.abspath(os.path.expanduser(root))
+        existing = {d for d, _, _ in os.walk(root)} if os.path.isdir(root) else set()
+        parent = root
+        while parent != os.path.dirname(parent):
+            parent = os.path.dirname(parent)
+            if os.path.isdir(parent):
+                existing.add(parent)
+                break
+        before.append((root, existing))
+    try:
+        yield
+    except BaseException:
+        for root, existing in before:
+            created = [d for d, _, _ in os.walk(root, topdown=False) if d not in existing]
+            parent = os.path.dirname(root)
+            while parent not in existing and parent != os.path.dirname(parent):
+                created.append(parent)
+                parent = os.path.dirname(parent)
+            for directory in created:  # deepest first
+                try:
+                    os.rmdir(directory)
+                except OSError:  # not empty, or gone
+                    pass
+        raise
+
+
 def run(s):
-    """The whole job; returns the results dict (also in results.json)."""
+    """The whole job; returns the results dict (also in results.json), or
+    None when --max_steps interrupts it.
+
+    First checks --output_dir against the flags (`prepare_output_dir`); a
+    failed run leaves none of the empty directories it made (the output
+    directory, TFDS' folders in the data directory).
+    """
+    changed = prepare_output_dir(s)
+    roots = [s["output_dir"]]
+    if s["dataset"] not in ("synthetic", "text_file"):
+        roots.append(s["data_dir"] or _tfds_default_data_dir())
+    with removing_new_empty_dirs(roots):
+        return _run(s, changed)
+
+
+def _run(s, changed):
     started = time.time()
     import tensorflow as tf
 
@@ -568,12 +932,16 @@ def run(s):
     from hmkeras.analysis.evaluation import evaluate_char_model
     from hmkeras.training.step_export import export_step_model
 
-    os.makedirs(s["output_dir"], exist_ok=True)
     texts, reference, info = load_texts(s)
     vocab = data.CharVocabulary.from_text(texts["train"])
     # Unknown symbols in validation / test raise here (never mapped silently).
     ids = {split: vocab.encode(text) for split, text in texts.items()}
-    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
+    needed = s["batch_size"] * s["seq_len"] + 1
+    if len(ids["train"]) < needed:
+        raise FlagError(
+            f"The training text has {len(ids['train']):,} symbols; --batch_size="
+            f"{s['batch_size']} x --seq_len={s['seq_len']} needs at least {needed:,} "
+            "(one batch and its last target). Use smaller batches or more text.")
     config = CharLanguageModelConfig(
         vocab_size=len(vocab), cell=s["cell"], units=s["units"],
         num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
@@ -587,6 +955,9 @@ def run(s):
         recurrent_dropout=s["recurrent_dropout"],
         multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
     )
+    _check_model_config(s, config)
+    os.makedirs(s["output_dir"], exist_ok=True)
+    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
     with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
         f.write(config.to_json())
     with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
@@ -595,7 +966,7 @@ def run(s):
     lm = CharLanguageModel(config)
     print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
           f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
-    progress = train(s, lm, ids)
+    progress = train(s, lm, ids, changed)
     if progress.get("interrupted"):
         return None
     print(f"Test set: batch {s['test_batch_size']}, state carried over "
@@ -761,8 +1132,10 @@ def main(argv):
         settings["preset"] = FLAGS.preset
         run(settings)
     except FlagError as error:
-        # A bad flag value: one line that names the flag, no traceback.
+        # Flags that do not fit together, the data or --output_dir: the
+        # message names the flags; no traceback.
         sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
 
+
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

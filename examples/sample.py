@@ -6,67 +6,130 @@ returned state itself.  Only TensorFlow and NumPy are needed to run it.
 
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model \
         --temperature=0.8 --length=300 --seed=1 --prime="qi "
+    python examples/sample.py --model_dir=runs/quick_hmlstm   # a run directory
+
+A bad flag, a directory without a step model or a prime with symbols the
+model does not know is one line on stderr.
 """
+
+import math
+import os
+import sys
 
 from absl import app
 from absl import flags
 import numpy as np
 
+# TensorFlow (imported lazily) reads this when it loads: no C++ start-up
+# chatter unless the user asks for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "The exported step SavedModel.")
+flags.DEFINE_string("model_dir", None, "The exported step SavedModel, or the run "
+                    "directory of examples/ptb_char.py that holds it (step_model/).")
 flags.DEFINE_float("temperature", 0.8, "Softmax temperature (> 0).")
-flags.DEFINE_integer("length", 300, "Number of symbols to generate.")
-flags.DEFINE_integer("seed", 0, "Seed of the sampler.")
+flags.DEFINE_integer("length", 300, "Number of symbols to generate (0: none).",
+                     lower_bound=0)
+flags.DEFINE_integer("seed", 0, "Seed of the sampler.", lower_bound=0)
 flags.DEFINE_string("prime", "", "Text read before sampling (must use the "
                     "training vocabulary).")
+flags.register_validator("temperature", lambda v: math.isfinite(v) and v > 0,
+                         message="must be a number > 0")
+flags.mark_flag_as_required("model_dir")
+
+
+class FlagError(ValueError):
+    """A flag the model or the file system does not fit; `main` reports it
+    in one line."""
+
+
+def parse_flags(argv):
+    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
+    bad flag or a stray argument is one line on stderr and exit status 1."""
+    try:
+        argv = FLAGS(argv)
+    except flags.Error as error:  # several at once: one line too
+        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
+    if len(argv) > 1:
+        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
+                 "flags are written --name=value.")
+    return argv
+
+
+def find_step_model(path):
+    """The step-model directory: `path` itself, or `path/step_model` when
+    `path` is a run directory of examples/ptb_char.py."""
+    path = os.path.expanduser(path)
+    for candidate in (path, os.path.join(path, "step_model")):
+        if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
+            return candidate
+    raise FlagError(
+        f"--model_dir={path!r} holds no step model: neither {path!r} nor "
+        f"{os.path.join(path, 'step_model')!r} has a saved_model.pb (did the run "
+        "of examples/ptb_char.py finish?).")
 
 
 def sample(model_dir, length=300, temperature=0.8, seed=0, prime=""):
-    """Returns `prime` followed by `length` sampled symbols (str or bytes)."""
+    """Returns `prime` followed by `length` sampled symbols (str or bytes).
+
+    Without a prime, the first symbol is drawn uniformly (it is the first of
+    the `length`). `model_dir` is the step model or a run directory.
+    """
     import tensorflow as tf
 
     from hmkeras.data import CharVocabulary
 
     if not temperature > 0:
-        raise ValueError(f"--temperature must be > 0. Received: {temperature!r}")
+        raise FlagError(f"--temperature must be > 0. Received: {temperature!r}")
     if length < 0:
-        raise ValueError(f"--length must be >= 0. Received: {length!r}")
-    loaded = tf.saved_model.load(model_dir)
+        raise FlagError(f"--length must be >= 0. Received: {length!r}")
+    loaded = tf.saved_model.load(find_step_model(model_dir))
     info = loaded.signatures["info"]()
     vocab = CharVocabulary.from_json(info["vocabulary_json"].numpy().decode("utf-8"))
     step = loaded.signatures["step"]
     state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
     if vocab.kind == "bytes" and isinstance(prime, str):
         prime = prime.encode("utf-8")
-    # Unknown symbols in the prime raise (CharVocabulary never maps silently).
+    # Unknown symbols in the prime are refused (CharVocabulary never maps
+    # them silently).
+    unknown = sorted(set(prime) - set(vocab.symbols)) if vocab.unknown_id is None else []
+    if unknown:
+        raise FlagError(
+            f"--prime holds {len(unknown)} symbol(s) the model's vocabulary lacks: "
+            f"{[chr(u) if isinstance(u, int) else u for u in unknown][:20]}. "
+            f"Its {len(vocab)} symbols: {vocab.symbols!r}")
+    primed = [int(t) for t in vocab.encode(prime)] if prime else []
     rng = np.random.default_rng(seed)
     # Without a prime, the first symbol is drawn uniformly.
-    context = [int(t) for t in vocab.encode(prime)] if prime else [int(rng.integers(len(vocab)))]
-    generated = []
+    generated = [] if primed or not length else [int(rng.integers(len(vocab)))]
+    context = primed or generated
     out = None
     for token in context:
         out = step(token_ids=tf.constant([token], tf.int32), **state)
         state = {k: v for k, v in out.items() if k.startswith("state_")}
-    for _ in range(length):
+    while len(generated) < length:
         logits = out["logits"].numpy()[0].astype(np.float64) / temperature
         p = np.exp(logits - logits.max())
         token = int(rng.choice(len(p), p=p / p.sum()))
         generated.append(token)
         out = step(token_ids=tf.constant([token], tf.int32), **state)
         state = {k: v for k, v in out.items() if k.startswith("state_")}
-    head = prime if prime else vocab.decode(np.asarray(context, np.int32))
-    return head + vocab.decode(np.asarray(generated, np.int32))
+    text = vocab.decode(np.asarray(generated, np.int32))
+    return prime + text if prime else text
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if not FLAGS.model_dir:
-        raise app.UsageError("--model_dir is required.")
-    text = sample(FLAGS.model_dir, FLAGS.length, FLAGS.temperature, FLAGS.seed,
-                  FLAGS.prime)
+    del argv  # parse_flags refused stray arguments
+    try:
+        model_dir = find_step_model(FLAGS.model_dir)
+        if FLAGS.length == 0:
+            return  # nothing to generate, nothing to print
+        text = sample(model_dir, FLAGS.length, FLAGS.temperature, FLAGS.seed,
+                      FLAGS.prime)
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
     print(text if isinstance(text, str) else text.decode("utf-8", "replace"))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

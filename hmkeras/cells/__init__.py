@@ -9,6 +9,8 @@
   weight normalization (`weight_normalization`).
 * `variational_dropout`: per-sequence dropout masks and constants of every
   cell; `independent_initializers`: one random draw per weight matrix.
+* `argument_checks`: the argument and input checks shared by every public
+  class (NumPy scalars accepted, bad values refused naming the argument).
 """
 
 from hmkeras.cells.hierarchical_cell import HierarchicalCell

@@ -46,11 +46,12 @@ Example (rows: FLUSH, UPDATE, COPY):
 """
 
 import collections
-import math
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells import argument_checks
 from hmkeras.cells import straight_through
 from hmkeras.cells.independent_initializers import independent_draw
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
@@ -106,36 +107,30 @@ def layer_operations(z_previous, z_below):
     )
 
 
-def _check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-
-
 def resolve_layer_sizes(units, num_layers):
-    """Per-layer sizes from `units` (int or list) and `num_layers`."""
-    if isinstance(units, (list, tuple)):
-        if not units:
-            raise ValueError("`units` must not be an empty list.")
-        for size in units:
-            _check_positive_int("units", size)
-        if num_layers is not None and num_layers != len(units):
+    """Per-layer sizes from `units` (int or list) and `num_layers`.
+
+    NumPy integers are accepted and returned as Python ints.
+    """
+    num_layers = argument_checks.check_int(
+        "num_layers", num_layers, minimum=2, allow_none=True
+    )
+    if isinstance(units, (list, tuple, np.ndarray)):
+        sizes = argument_checks.check_int_list("units", units)
+        if num_layers is not None and num_layers != len(sizes):
             raise ValueError(
                 "`units` given as a list must have one size per layer: "
-                f"len(units)={len(units)} but num_layers={num_layers!r}."
+                f"len(units)={len(sizes)} but num_layers={num_layers!r}."
             )
-        sizes = [int(size) for size in units]
     else:
-        _check_positive_int("units", units)
-        if num_layers is None:
-            num_layers = 3
-        if isinstance(num_layers, bool) or not isinstance(num_layers, int):
+        try:
+            size = argument_checks.check_positive_int("units", units)
+        except ValueError:
             raise ValueError(
-                "`num_layers` must be an integer >= 2. "
-                f"Received: num_layers={num_layers!r}"
-            )
-        sizes = [int(units)] * num_layers
+                "`units` must be a positive integer or a non-empty list of "
+                f"positive integers (one per layer). Received: units={units!r}"
+            ) from None
+        sizes = [size] * (3 if num_layers is None else num_layers)
     if len(sizes) < 2:
         raise ValueError(
             "`num_layers` must be an integer >= 2 (a hierarchy needs a "
@@ -148,7 +143,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     """Base class of the hierarchical multiscale RNN cells.
 
     Not used directly: see `HMLSTMCell` and `HMRNNCell`, whose docstrings
-    list the arguments.  Subclasses implement `_build_layer`,
+    list the arguments (those of `HMRNNCell` are this class's; `HMLSTMCell`
+    adds `copy_last` and `forget_bias`).  Arguments after `num_layers` are
+    keyword-only.  Subclasses implement `_build_layer`,
     `_layer_step`, and set `_extra_states_per_layer` (the number of state
     tensors of size `units_l` a layer keeps besides `h^l`).
     """
@@ -162,6 +159,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         self,
         units,
         num_layers=None,
+        *,
         boundary_mode="step",
         slope=1.0,
         layer_norm=True,
@@ -191,50 +189,18 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         # the carried state itself is not dropped, so COPY stays exact.
         self.init_variational_dropout(dropout, recurrent_dropout, seed)
         self.num_layers = len(self.units)
-        if boundary_mode not in BOUNDARY_MODES:
-            raise ValueError(
-                f"`boundary_mode` must be one of {BOUNDARY_MODES}. "
-                f"Received: boundary_mode={boundary_mode!r}"
-            )
-        self.boundary_mode = boundary_mode
-        if (
-            isinstance(slope, bool)
-            or not isinstance(slope, (int, float))
-            or not slope > 0
-            or not math.isfinite(slope)
-        ):
-            raise ValueError(
-                f"`slope` must be a finite number > 0. Received: slope={slope!r}"
-            )
-        self.initial_slope = float(slope)
-        for name, flag in (("layer_norm", layer_norm), ("top_down", top_down)):
-            if not isinstance(flag, bool):
-                raise ValueError(
-                    f"`{name}` must be True or False. Received: {name}={flag!r}"
-                )
-        self.layer_norm = layer_norm
-        if (
-            isinstance(layer_norm_gain, bool)
-            or not isinstance(layer_norm_gain, (int, float))
-            or not math.isfinite(layer_norm_gain)
-            or not layer_norm_gain > 0
-        ):
-            raise ValueError(
-                "`layer_norm_gain` must be a finite number > 0. "
-                f"Received: layer_norm_gain={layer_norm_gain!r}"
-            )
-        self.layer_norm_gain = float(layer_norm_gain)
-        self.top_down = top_down
-        if (
-            isinstance(boundary_bias, bool)
-            or not isinstance(boundary_bias, (int, float))
-            or not math.isfinite(boundary_bias)
-        ):
-            raise ValueError(
-                "`boundary_bias` must be a finite number. "
-                f"Received: boundary_bias={boundary_bias!r}"
-            )
-        self.boundary_bias = float(boundary_bias)
+        self.boundary_mode = argument_checks.check_choice(
+            "boundary_mode", boundary_mode, BOUNDARY_MODES
+        )
+        self.initial_slope = argument_checks.check_float(
+            "slope", slope, minimum=0, exclusive_minimum=True
+        )
+        self.layer_norm = argument_checks.check_bool("layer_norm", layer_norm)
+        self.layer_norm_gain = argument_checks.check_float(
+            "layer_norm_gain", layer_norm_gain, minimum=0, exclusive_minimum=True
+        )
+        self.top_down = argument_checks.check_bool("top_down", top_down)
+        self.boundary_bias = argument_checks.check_float("boundary_bias", boundary_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.boundary_initializer = keras.initializers.get(boundary_initializer)
@@ -255,13 +221,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     # Building
     # ------------------------------------------------------------------
     def build(self, input_shape):
-        if len(input_shape) != 2 or input_shape[-1] is None:
-            raise ValueError(
-                f"{type(self).__name__} expects `inputs` of rank 2 per step "
-                "(batch, features) with a known feature size, i.e. a "
-                "(batch, time, features) sequence for keras.layers.RNN. "
-                f"Received: inputs.shape={tuple(input_shape)}"
-            )
+        input_size = argument_checks.check_step_input_shape(
+            type(self).__name__, input_shape
+        )
         # Chung et al.: the slope `a` of the hard sigmoid; a non-trainable
         # weight so that it is saved with the model and read afresh by
         # compiled functions.
@@ -275,7 +237,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         # random matrix gets its own draw number.
         self._layer_params = []
         self._draws = 0
-        below = int(input_shape[-1])
+        below = input_size
         for index, size in enumerate(self.units):
             above = self.units[index + 1] if index + 1 < self.num_layers else None
             self._build_layer(index, below, size, above)
@@ -558,6 +520,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         return straight_through.step_straight_through(preactivation, slope)
 
     def call(self, inputs, states, training=False):
+        argument_checks.check_float_inputs(type(self).__name__, inputs)
         per_layer = 1 + self._extra_states_per_layer
         z_previous = tf.split(states[-1], self.num_layers - 1, axis=-1)
         slope = tf.convert_to_tensor(self.slope)
@@ -610,11 +573,31 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         Works on one step `(batch, output_size)` and on whole sequences
         `(batch, time, output_size)`.
 
+        Args:
+            outputs: The per-step output of the cell, or the output of a
+                `keras.layers.RNN` over it. The list that an RNN with
+                `return_state=True` returns, `[outputs, *states]`, is
+                accepted too: its first element, the (sequence) output, is
+                split.
+
         Returns:
             `hiddens`: a list of `num_layers` tensors `(..., units_l)`,
             bottom first; `boundaries`: one tensor `(..., num_layers - 1)`.
         """
-        if outputs.shape[-1] is not None and outputs.shape[-1] != self.output_size:
+        if isinstance(outputs, (list, tuple)):
+            if not outputs:
+                raise ValueError(
+                    "`outputs` must be a tensor of last dimension output_size="
+                    f"{self.output_size}, or the list [outputs, *states] of "
+                    "an RNN with return_state=True. Received: an empty "
+                    f"{type(outputs).__name__}."
+                )
+            outputs = outputs[0]  # RNN(..., return_state=True): [outputs, *states]
+        if not hasattr(outputs, "shape"):
+            outputs = keras.ops.convert_to_tensor(outputs)
+        if len(outputs.shape) < 1 or (
+            outputs.shape[-1] is not None and outputs.shape[-1] != self.output_size
+        ):
             raise ValueError(
                 f"`outputs` must have last dimension output_size="
                 f"{self.output_size}. Received: shape={tuple(outputs.shape)}"

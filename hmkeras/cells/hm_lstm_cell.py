@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from hmkeras.cells import argument_checks
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.masked_lstm_update import masked_lstm_update
 
@@ -35,6 +36,11 @@ class HMLSTMCell(HierarchicalCell):
     `(batch, num_layers - 1)`, so a `stateful=True` RNN carries the
     boundaries across batches (truncated BPTT).
 
+    Numbers may be given as Python or NumPy scalars (`np.int64(8)`,
+    `np.float32(1.0)`; stored as Python `int` / `float`); booleans,
+    strings, NaN and infinities are refused with a `ValueError` naming the
+    argument. The arguments after `num_layers` are keyword-only.
+
     Args:
         units: Positive int, the size of every layer, or a list with one
             size per layer (bottom first).
@@ -43,8 +49,8 @@ class HMLSTMCell(HierarchicalCell):
         boundary_mode: `"step"` (Eq. 9, deterministic; default),
             `"sample"` (z ~ Bernoulli(z~) while training, step at
             inference) or `"soft"` (z = z~, no discretization).
-        slope: Initial slope `a` of `hard_sigm(x) = clip((a x + 1) / 2, 0,
-            1)`. Kadar et al.'s alpha is `a / 2`. Stored as a
+        slope: Initial slope `a > 0` of `hard_sigm(x) = clip((a x + 1) / 2,
+            0, 1)`, default 1. Kadar et al.'s alpha is `a / 2`. Stored as a
             non-trainable weight `slope`, changed by `SlopeAnnealing`.
         layer_norm: Layer normalization (Ba et al. 2016, Eq. 20-22) of
             each of the bottom-up, recurrent and top-down products and of
@@ -53,7 +59,7 @@ class HMLSTMCell(HierarchicalCell):
             without it the boundaries tend to collapse (README, "Boundaries
             that learn"). The statistics are computed in float32 under
             mixed precision.
-        layer_norm_gain: Initial gain of the products' normalizations
+        layer_norm_gain: Initial gain (> 0) of the products' normalizations
             (default 0.2; the cell state's starts at 1). A normalized
             product is scale-free, so its Jacobian grows as `1 / |h|`: with
             gains of 1 the backward pass grows ~1.5x per step at
@@ -66,10 +72,11 @@ class HMLSTMCell(HierarchicalCell):
             CopyLast): when the top layer COPYs it keeps `c` but recomputes
             `h = o * tanh(c_{t-1})`.  Default `False` (the paper: `h` is
             copied too).
-        boundary_bias: Initial bias of every boundary detector (default 0,
-            as in the papers; an extension: negative values start the
+        boundary_bias: Initial bias of every boundary detector, a finite
+            number (default 0, as in the papers; an extension: negative values start the
             layers with fewer boundaries).
-        forget_bias: Added to the forget-gate bias at initialization.
+        forget_bias: Finite number added to the forget-gate bias at
+            initialization. Default 1.
         kernel_initializer: For the bottom-up matrices `W` (gate columns).
         recurrent_initializer: For the recurrent `U` and top-down `V`
             matrices (gate columns). Default orthogonal.
@@ -89,9 +96,16 @@ class HMLSTMCell(HierarchicalCell):
             is a draw of its own), of the dropout masks and of the Bernoulli
             boundary samples (`"sample"` mode). Without it the initial
             weights follow `keras.utils.set_random_seed`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
-        inputs: A `(batch, features)` tensor, one step.
+        inputs: A floating-point `(batch, features)` tensor, one step:
+            `keras.layers.RNN` passes its `(batch, time, features)`
+            sequence one step at a time. Integer or boolean inputs are
+            refused with a `ValueError` (they are usually token ids that
+            need a `keras.layers.Embedding` first; Keras' `LSTMCell` would
+            silently read the ids as numbers); cast real integer features
+            to a float dtype.
         states: The state list above.
         training: Whether boundaries are sampled (`"sample"` mode) and
             dropout is applied.
@@ -112,18 +126,60 @@ class HMLSTMCell(HierarchicalCell):
     _extra_states_per_layer = 1  # the cell state c^l
     _columns_per_unit = 4  # f, i, o, g
 
-    def __init__(self, units, num_layers=None, copy_last=False, forget_bias=1.0, **kwargs):
-        super().__init__(units, num_layers=num_layers, **kwargs)
-        if not isinstance(copy_last, bool):
-            raise ValueError(
-                f"`copy_last` must be True or False. Received: copy_last={copy_last!r}"
-            )
-        if isinstance(forget_bias, bool) or not isinstance(forget_bias, (int, float)):
-            raise ValueError(
-                f"`forget_bias` must be a number. Received: forget_bias={forget_bias!r}"
-            )
-        self.copy_last = copy_last
-        self.forget_bias = float(forget_bias)
+    def __init__(
+        self,
+        units,
+        num_layers=None,
+        *,
+        boundary_mode="step",
+        slope=1.0,
+        layer_norm=True,
+        layer_norm_gain=0.2,
+        top_down=True,
+        copy_last=False,
+        boundary_bias=0.0,
+        forget_bias=1.0,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        boundary_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            num_layers,
+            boundary_mode=boundary_mode,
+            slope=slope,
+            layer_norm=layer_norm,
+            layer_norm_gain=layer_norm_gain,
+            top_down=top_down,
+            boundary_bias=boundary_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            boundary_initializer=boundary_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            **kwargs,
+        )
+        self.copy_last = argument_checks.check_bool("copy_last", copy_last)
+        self.forget_bias = argument_checks.check_float("forget_bias", forget_bias)
 
     def _build_layer(self, index, input_size, units, above_units):
         params = self._add_products(index, input_size, units, above_units)

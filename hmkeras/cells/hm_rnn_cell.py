@@ -34,26 +34,49 @@ class HMRNNCell(HierarchicalCell):
     Per-step output: `[h^1 | ... | h^L | z^1 ... z^{L-1}]`.
     State: `[h^1, ..., h^L, z_{t-1}]`.
 
+    Numbers may be given as Python or NumPy scalars; booleans, strings,
+    NaN and infinities are refused with a `ValueError` naming the argument
+    (as in `HMLSTMCell`). The arguments after `num_layers` are
+    keyword-only.
+
     Args:
         units: Positive int (every layer) or a list of per-layer sizes.
         num_layers: Number of layers L >= 2. Defaults to 3, or to
             `len(units)` when `units` is a list.
         boundary_mode: `"step"`, `"sample"` or `"soft"` (see `HMLSTMCell`).
-        slope: Initial hard-sigmoid slope `a` (a non-trainable weight).
+        slope: Initial hard-sigmoid slope `a > 0` (a non-trainable weight).
         layer_norm: Layer normalization (Ba et al. 2016) of each of the
             bottom-up, recurrent and top-down products. Default `True`.
-        layer_norm_gain: Initial gain of those normalizations (see
+        layer_norm_gain: Initial gain (> 0) of those normalizations (see
             `HMLSTMCell`).
         top_down: Whether FLUSH reads the layer above (Eq. 9). With
             `False` a FLUSH uses `tanh(W h^{l-1}_t + b)` alone.
-        boundary_bias, kernel_initializer, recurrent_initializer,
-        boundary_initializer, bias_initializer, kernel_regularizer,
-        recurrent_regularizer, bias_regularizer, kernel_constraint,
-        recurrent_constraint, bias_constraint, dropout, recurrent_dropout,
-        seed: As in `HMLSTMCell`.
+        boundary_bias: Initial bias of every boundary detector (a finite
+            number, default 0).
+        kernel_initializer: For the bottom-up matrices `W`.
+        recurrent_initializer: For the recurrent `U` and top-down `V`
+            matrices. Default orthogonal.
+        boundary_initializer: For the boundary column of every matrix.
+        bias_initializer: For the biases.
+        kernel_regularizer: Regularizer of `W`.
+        recurrent_regularizer: Regularizer of `U` and `V`.
+        bias_regularizer: Regularizer of `b`.
+        kernel_constraint: Constraint of `W`.
+        recurrent_constraint: Constraint of `U` and `V`.
+        bias_constraint: Constraint of `b`.
+        dropout: Variational dropout rate of the input, in [0, 1).
+        recurrent_dropout: Variational dropout rate of `h^l_{t-1}` where it
+            enters the recurrent and top-down products, in [0, 1).
+        seed: Seed of the initial weights, the dropout masks and the
+            Bernoulli boundary samples (see `HMLSTMCell`).
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
-        inputs: A `(batch, features)` tensor, one step.
+        inputs: A floating-point `(batch, features)` tensor, one step
+            (`keras.layers.RNN` passes its `(batch, time, features)`
+            sequence one step at a time). Integer inputs, usually token ids
+            that need a `keras.layers.Embedding`, are refused with a
+            `ValueError`.
         states: The state list above.
         training: Whether boundaries are sampled (`"sample"` mode) and
             dropout is applied.
@@ -69,6 +92,57 @@ class HMRNNCell(HierarchicalCell):
 
     _extra_states_per_layer = 0
     _columns_per_unit = 1
+
+    def __init__(
+        self,
+        units,
+        num_layers=None,
+        *,
+        boundary_mode="step",
+        slope=1.0,
+        layer_norm=True,
+        layer_norm_gain=0.2,
+        top_down=True,
+        boundary_bias=0.0,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        boundary_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            num_layers,
+            boundary_mode=boundary_mode,
+            slope=slope,
+            layer_norm=layer_norm,
+            layer_norm_gain=layer_norm_gain,
+            top_down=top_down,
+            boundary_bias=boundary_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            boundary_initializer=boundary_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            **kwargs,
+        )
 
     def _build_layer(self, index, input_size, units, above_units):
         params = self._add_products(index, input_size, units, above_units)

@@ -1,8 +1,5 @@
 """Multiplicative LSTM cell (Krause, Lu, Murray & Renals, 2017)."""
 
-import math
-import numbers
-
 import keras
 from keras import activations
 from keras import constraints
@@ -11,6 +8,7 @@ from keras import ops
 from keras import regularizers
 import tensorflow as tf
 
+from hmkeras.cells import argument_checks
 from hmkeras.cells import weight_normalization
 from hmkeras.cells.independent_initializers import independent_draw
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
@@ -19,27 +17,6 @@ from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 # `bias`, in this order: the three sigmoid gates first, then the candidate,
 # so that one activation call covers all gates.
 GATE_ORDER = ("input", "forget", "output", "candidate")
-
-
-def _check_positive_int(name, value, allow_none=False):
-    if allow_none and value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        allowed = "None or a positive int" if allow_none else "a positive int"
-        raise ValueError(f"`{name}` must be {allowed}; received {name}={value!r}.")
-    return int(value)
-
-
-def _check_finite(name, value, positive=False):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or (positive and value <= 0)
-    ):
-        allowed = "a finite float > 0" if positive else "a finite float"
-        raise ValueError(f"`{name}` must be {allowed}; received {name}={value!r}.")
-    return float(value)
 
 
 def _scaled_block_initializer(initializer, scale, num_blocks, first_draw, seed):
@@ -119,10 +96,14 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
     `recurrent_initializer` on its own and multiplied by
     `recurrent_init_scale` (0.7 in the paper).
 
+    Numbers may be given as Python or NumPy scalars (stored as Python
+    `int` / `float`); booleans, strings, NaN and infinities are refused
+    with a `ValueError` naming the argument.
+
     Args:
         units: Positive int, dimensionality of h_t and c_t.
         multiplicative_units: Positive int, dimensionality of m_t. Defaults
-            to `units` (as in the paper).
+            (`None`) to `units` (as in the paper).
         activation: Activation of the candidate and of the memory (Eq. 15-16).
             Default: hyperbolic tangent (`tanh`).
         recurrent_activation: Activation of the gates (Eq. 19-21). Default:
@@ -135,9 +116,9 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
             values are then multiplied by `recurrent_init_scale`. Default:
             `"orthogonal"`.
         bias_initializer: Initializer for the bias. Default: `"zeros"`.
-        forget_bias: Float added to the forget-gate slice of the initial bias
-            (3.0 in the paper; 1.0 is Keras' `unit_forget_bias`). Ignored when
-            `use_bias=False`.
+        forget_bias: Finite float added to the forget-gate slice of the
+            initial bias (3.0 in the paper; 1.0 is Keras'
+            `unit_forget_bias`). Ignored when `use_bias=False`.
         recurrent_init_scale: Float > 0, scale of the initial hidden matrices.
             Default: 0.7.
         weight_normalization: Boolean, whether to weight-normalize `kernel`,
@@ -155,10 +136,17 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         dropout: Float in [0, 1). Rate of the per-sequence mask on the input.
         recurrent_dropout: Float in [0, 1). Rate of the per-sequence mask on
             the hidden state (the dropped h_t is output and fed back).
-        seed: Random seed for dropout.
+        seed: `None` or an int, the seed of the initial weights and of the
+            dropout masks.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
-        inputs: A 2D tensor, with shape `(batch, features)`.
+        inputs: A floating-point 2D tensor, with shape `(batch, features)`:
+            one step of the `(batch, time, features)` sequence that
+            `keras.layers.RNN` steps through. Integer or boolean inputs
+            (usually token ids that need a `keras.layers.Embedding`) are
+            refused with a `ValueError`; Keras' `LSTMCell` would silently
+            read ids as numbers.
         states: A list `[h, c]` of two 2D tensors with shape `(batch, units)`,
             the state from the previous time step.
         training: Python boolean indicating whether the layer should behave in
@@ -207,26 +195,19 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = _check_positive_int("units", units)
-        self.multiplicative_units = _check_positive_int(
+        self.units = argument_checks.check_positive_int("units", units)
+        self.multiplicative_units = argument_checks.check_positive_int(
             "multiplicative_units", multiplicative_units, allow_none=True
         ) or self.units
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
-        if not isinstance(use_bias, bool):
-            raise ValueError(
-                f"`use_bias` must be True or False; received use_bias={use_bias!r}."
-            )
-        self.use_bias = use_bias
-        if not isinstance(weight_normalization, bool):
-            raise ValueError(
-                "`weight_normalization` must be True or False; received "
-                f"weight_normalization={weight_normalization!r}."
-            )
-        self.weight_normalization = weight_normalization
-        self.forget_bias = _check_finite("forget_bias", forget_bias)
-        self.recurrent_init_scale = _check_finite(
-            "recurrent_init_scale", recurrent_init_scale, positive=True
+        self.use_bias = argument_checks.check_bool("use_bias", use_bias)
+        self.weight_normalization = argument_checks.check_bool(
+            "weight_normalization", weight_normalization
+        )
+        self.forget_bias = argument_checks.check_float("forget_bias", forget_bias)
+        self.recurrent_init_scale = argument_checks.check_float(
+            "recurrent_init_scale", recurrent_init_scale, minimum=0, exclusive_minimum=True
         )
 
         self.kernel_initializer = initializers.get(kernel_initializer)
@@ -245,8 +226,10 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         self.output_size = self.units
 
     def build(self, input_shape):
+        input_dim = argument_checks.check_step_input_shape(
+            type(self).__name__, input_shape
+        )
         super().build(input_shape)
-        input_dim = input_shape[-1]
         units, m_units = self.units, self.multiplicative_units
         # [W_mx | W_ix W_fx W_ox W_hx]
         self._add_matrix(
@@ -339,6 +322,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         return constants
 
     def call(self, inputs, states, training=False):
+        argument_checks.check_float_inputs(type(self).__name__, inputs)
         h_tm1, c_tm1 = states[0], states[1]
         units, m_units = self.units, self.multiplicative_units
         weights = self.sequence_constants(inputs)

@@ -99,13 +99,14 @@ rather than per-sequence dropout masks.
 """
 
 import collections
-import math
-import numbers
 import warnings
 
 import keras
 import tensorflow as tf
 from keras import ops
+
+from hmkeras.cells.argument_checks import check_int
+from hmkeras.cells.argument_checks import check_rate
 
 try:  # The single private-API dependency, see the module docstring.
     from keras.src.layers.rnn.dropout_rnn_cell import (
@@ -137,21 +138,6 @@ class _SequenceSlot:
 
     def __init__(self):
         self.sequence = None
-
-
-def check_rate(name, value):
-    """Returns `value` as a float after checking it is a rate in [0, 1)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or not 0.0 <= value < 1.0
-    ):
-        raise ValueError(
-            f"`{name}` must be a float in [0, 1) (0 disables it); "
-            f"received {name}={value!r}."
-        )
-    return float(value)
 
 
 def _current_graph():
@@ -195,14 +181,13 @@ class VariationalDropoutMixin(_KerasPerSequenceHook):
             dropout: rate of the mask on the cell input, in [0, 1).
             recurrent_dropout: rate of the mask(s) on the recurrent state, in
                 [0, 1).
-            seed: `None` or an int, the seed of the masks.
+            seed: `None` or an int (a NumPy integer too), the seed of the
+                masks.
         """
         self.dropout = check_rate("dropout", dropout)
         self.recurrent_dropout = check_rate("recurrent_dropout", recurrent_dropout)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"`seed` must be None or an int; received seed={seed!r}.")
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.seed = check_int("seed", seed, allow_none=True)
+        self.seed_generator = keras.random.SeedGenerator(self.seed)
         self._vd_slot = _SequenceSlot()
 
     def variational_dropout_config(self):

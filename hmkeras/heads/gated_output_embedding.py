@@ -45,6 +45,10 @@ class GatedOutputEmbedding(OutputEmbedding):
     the latter case pass `layer_sizes=cell.units` and the boundary columns are
     ignored.
 
+    Numbers may be given as Python or NumPy integers (`np.int64(8)`,
+    `layer_sizes=np.array([4, 4, 4])`); floats, booleans and strings are
+    refused with a `ValueError` naming the argument.
+
     Args:
         units: Positive integer, dimensionality of the output embedding.
         layer_sizes: Optional list of positive integers, the size of each
@@ -53,8 +57,8 @@ class GatedOutputEmbedding(OutputEmbedding):
             `sum(layer_sizes) + len(layer_sizes) - 1` (boundary columns
             ignored). `None` (default) treats the whole input as the hidden
             state of a single layer (L = 1, one gate).
-        use_bias: Boolean, whether the gate logits and the embedding get a
-            bias each. Default: `False`, as in Eq. 11-12.
+        use_bias: `True` or `False`, whether the gate logits and the
+            embedding get a bias each. Default: `False`, as in Eq. 11-12.
         kernel_initializer: Initializer for `W^e = [W^e_1; ...; W^e_L]`, the
             `kernel` weight of shape `(sum(layer_sizes), units)`.
             Default: `"glorot_uniform"`.
@@ -77,8 +81,9 @@ class GatedOutputEmbedding(OutputEmbedding):
 
     Call arguments:
         inputs: A tensor of shape `(batch, features)` or
-            `(batch, timesteps, features)`, `features` as described under
-            `layer_sizes`.
+            `(batch, timesteps, features)` (rank >= 2: a single vector
+            without its batch axis is refused with a `ValueError`),
+            `features` as described under `layer_sizes`.
 
     Returns:
         A tensor of shape `(..., units)`, non-negative. The gates themselves

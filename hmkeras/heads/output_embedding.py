@@ -20,37 +20,7 @@ their equation in `call` and, for the gates, their own weights.
 import keras
 from keras import ops
 
-
-def _check_layer_sizes(layer_sizes):
-    """Validates the `layer_sizes` argument; returns a tuple of ints or None."""
-    if layer_sizes is None:
-        return None
-    if isinstance(layer_sizes, (int, float, str, bytes)):
-        raise ValueError(
-            "Argument `layer_sizes` must be a list of positive integers "
-            f"(one per layer, e.g. `cell.units`). Received: {layer_sizes!r}"
-        )
-    sizes = tuple(layer_sizes)
-    if not sizes:
-        raise ValueError(
-            "Argument `layer_sizes` must be a non-empty list of positive "
-            f"integers. Received: {layer_sizes!r}"
-        )
-    for size in sizes:
-        if isinstance(size, bool) or int(size) != size or size <= 0:
-            raise ValueError(
-                "Argument `layer_sizes` must contain positive integers only. "
-                f"Received: {layer_sizes!r}"
-            )
-    return tuple(int(s) for s in sizes)
-
-
-def _check_units(units):
-    if isinstance(units, bool) or int(units) != units or units <= 0:
-        raise ValueError(
-            f"Argument `units` must be a positive integer. Received: {units!r}"
-        )
-    return int(units)
+from hmkeras.cells import argument_checks
 
 
 def _resolve_layer_sizes(layer_sizes, input_dim, layer_name):
@@ -82,6 +52,17 @@ def _resolve_layer_sizes(layer_sizes, input_dim, layer_name):
     return tuple(layer_sizes)
 
 
+def _check_rank(input_shape, layer_name):
+    """Inputs must have a batch axis: `(batch, features)` or more."""
+    if len(input_shape) < 2:
+        raise ValueError(
+            f"{layer_name} expects inputs of rank >= 2, (batch, features) or "
+            "(batch, time, features): the hidden states of a batch. Add the "
+            "batch axis to a single vector (`x[None]`). Received: "
+            f"inputs.shape={tuple(input_shape)}"
+        )
+
+
 class OutputEmbedding(keras.layers.Layer):
     """Base class: `ReLU(W^e x (+ b))` over the hidden states of all layers.
 
@@ -108,9 +89,12 @@ class OutputEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        self.units = _check_units(units)
-        self.layer_sizes = _check_layer_sizes(layer_sizes)
-        self.use_bias = bool(use_bias)
+        self.units = argument_checks.check_positive_int("units", units)
+        layer_sizes = argument_checks.check_int_list(
+            "layer_sizes", layer_sizes, allow_none=True
+        )
+        self.layer_sizes = None if layer_sizes is None else tuple(layer_sizes)
+        self.use_bias = argument_checks.check_bool("use_bias", use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
@@ -121,6 +105,7 @@ class OutputEmbedding(keras.layers.Layer):
         self._sizes = None
 
     def build(self, input_shape):
+        _check_rank(input_shape, type(self).__name__)
         self._sizes = _resolve_layer_sizes(
             self.layer_sizes, input_shape[-1], type(self).__name__
         )
@@ -163,6 +148,7 @@ class OutputEmbedding(keras.layers.Layer):
 
     def _hidden(self, inputs):
         """`[h^1; ...; h^L]`: the inputs without the boundary columns."""
+        _check_rank(inputs.shape, type(self).__name__)
         _resolve_layer_sizes(
             self.layer_sizes, inputs.shape[-1], type(self).__name__
         )

@@ -32,6 +32,10 @@ class SimpleOutputEmbedding(OutputEmbedding):
     the latter case pass `layer_sizes=cell.units` and the boundary columns are
     dropped before the matrix product.
 
+    Numbers may be given as Python or NumPy integers (`np.int64(8)`,
+    `layer_sizes=np.array([4, 4, 4])`); floats, booleans and strings are
+    refused with a `ValueError` naming the argument.
+
     Args:
         units: Positive integer, dimensionality of the output embedding.
         layer_sizes: Optional list of positive integers, the size of each
@@ -40,8 +44,8 @@ class SimpleOutputEmbedding(OutputEmbedding):
             `sum(layer_sizes) + len(layer_sizes) - 1` (boundary columns
             ignored). `None` (default) treats the whole input as one hidden
             state.
-        use_bias: Boolean, whether to add a bias before the ReLU. Default:
-            `False`, as in Kadar et al.'s formula.
+        use_bias: `True` or `False`, whether to add a bias before the ReLU.
+            Default: `False`, as in Kadar et al.'s formula.
         kernel_initializer: Initializer for `W^e` (the `kernel` weight, shape
             `(sum(layer_sizes), units)`). Default: `"glorot_uniform"`.
         bias_initializer: Initializer for the bias. Default: `"zeros"`.
@@ -60,8 +64,9 @@ class SimpleOutputEmbedding(OutputEmbedding):
 
     Call arguments:
         inputs: A tensor of shape `(batch, features)` or
-            `(batch, timesteps, features)`, `features` as described under
-            `layer_sizes`.
+            `(batch, timesteps, features)` (rank >= 2: a single vector
+            without its batch axis is refused with a `ValueError`),
+            `features` as described under `layer_sizes`.
 
     Returns:
         A tensor of shape `(..., units)`, non-negative.

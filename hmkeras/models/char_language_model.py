@@ -45,11 +45,13 @@ True
 """
 
 import dataclasses
+import inspect
 import json
 
 import keras
 import numpy as np
 
+from hmkeras.cells import argument_checks
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
@@ -61,15 +63,6 @@ CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
-
-
-def check_choice(name, value, allowed):
-    """Raises a `ValueError` naming `name` and the allowed values."""
-    if value not in allowed:
-        raise ValueError(
-            f"`{name}` must be one of {list(allowed)}. Received: {name}={value!r}"
-        )
-    return value
 
 
 @dataclasses.dataclass
@@ -92,10 +85,17 @@ class CharLanguageModelConfig:
         boundary_rate_targets, boundary_rate_weight: A
             `BoundaryRateRegularizer` added to the training loss: one target
             rate per boundary layer (None: no penalty) and its weight.
-        weight_normalization, dropout, recurrent_dropout,
-        multiplicative_units: Options of the mLSTM (Krause et al.).
+        weight_normalization: Weight normalization of the mLSTM (Krause
+            et al.).
+        dropout, recurrent_dropout: Variational dropout rates in [0, 1)
+            of the cells' inputs and recurrent states.
+        multiplicative_units: Size of the mLSTM's `m_t` (0: `units`).
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initializers (None: random).
+
+    Every field is checked when the configuration is made (a `ValueError`
+    naming the field); NumPy scalars are accepted and stored as Python
+    numbers, so `to_json` always works.
     """
 
     vocab_size: int
@@ -121,15 +121,32 @@ class CharLanguageModelConfig:
     seed: int = None
 
     def __post_init__(self):
-        check_choice("cell", self.cell, CELLS)
-        check_choice("output", self.output, OUTPUTS)
-        check_choice("boundary_mode", self.boundary_mode, BOUNDARY_MODES)
+        # Every field is checked and stored as a Python value (NumPy
+        # scalars become int / float / bool), so the configuration stays
+        # JSON-able.
+        checks = argument_checks
+        self.cell = checks.check_choice("cell", self.cell, CELLS)
+        self.output = checks.check_choice("output", self.output, OUTPUTS)
+        self.boundary_mode = checks.check_choice(
+            "boundary_mode", self.boundary_mode, BOUNDARY_MODES
+        )
         for name in ("vocab_size", "units", "num_layers", "embedding_dim"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"`{name}` must be a positive integer. Received: {name}={value!r}"
-                )
+            setattr(self, name, checks.check_positive_int(name, getattr(self, name)))
+        for name in ("output_units", "multiplicative_units"):
+            setattr(self, name, checks.check_int(name, getattr(self, name), minimum=0))
+        for name in ("layer_norm", "top_down", "copy_last", "weight_normalization"):
+            setattr(self, name, checks.check_bool(name, getattr(self, name)))
+        self.slope = checks.check_float(
+            "slope", self.slope, minimum=0, exclusive_minimum=True
+        )
+        self.boundary_bias = checks.check_float("boundary_bias", self.boundary_bias)
+        self.boundary_rate_weight = checks.check_float(
+            "boundary_rate_weight", self.boundary_rate_weight, minimum=0
+        )
+        self.l2 = checks.check_float("l2", self.l2, minimum=0)
+        for name in ("dropout", "recurrent_dropout"):
+            setattr(self, name, checks.check_rate(name, getattr(self, name)))
+        self.seed = checks.check_int("seed", self.seed, allow_none=True)
         if self.cell in HIERARCHICAL_CELLS and self.num_layers < 2:
             raise ValueError(
                 f"`num_layers` must be >= 2 for cell={self.cell!r}. "
@@ -140,20 +157,28 @@ class CharLanguageModelConfig:
                 "`output_units` must be a positive integer when output is "
                 f"{self.output!r}. Received: output_units={self.output_units!r}"
             )
-        if self.l2 < 0:
-            raise ValueError(f"`l2` must be >= 0. Received: l2={self.l2!r}")
         if self.boundary_rate_targets is not None:
             if self.cell not in HIERARCHICAL_CELLS:
                 raise ValueError(
                     "`boundary_rate_targets` applies to the hierarchical cells "
                     f"{list(HIERARCHICAL_CELLS)}. Received: cell={self.cell!r}"
                 )
-            if len(self.boundary_rate_targets) != self.num_layers - 1:
+            targets = self.boundary_rate_targets
+            if isinstance(targets, np.ndarray) and targets.ndim == 1:
+                targets = targets.tolist()
+            if (
+                not isinstance(targets, (list, tuple))
+                or len(targets) != self.num_layers - 1
+            ):
                 raise ValueError(
                     "`boundary_rate_targets` needs one rate per boundary layer "
                     f"(num_layers - 1 = {self.num_layers - 1}). Received: "
                     f"boundary_rate_targets={self.boundary_rate_targets!r}"
                 )
+            self.boundary_rate_targets = [
+                checks.check_fraction("boundary_rate_targets", rate, allow_none=True)
+                for rate in targets
+            ]
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -168,7 +193,12 @@ class CharLanguageModel:
 
     Args:
         config: A `CharLanguageModelConfig`, or None to build one from
-            `**kwargs` (same names).
+            the keyword arguments.
+        **kwargs: The fields of `CharLanguageModelConfig` (`vocab_size`,
+            `cell`, `units`, ...), when `config` is None. They are
+            keyword-only and listed in the signature
+            (`inspect.signature(CharLanguageModel)`), which is made from
+            the configuration's fields.
 
     Attributes:
         config: The configuration.
@@ -183,6 +213,11 @@ class CharLanguageModel:
             config = CharLanguageModelConfig(**kwargs)
         elif kwargs:
             raise ValueError("Give either `config` or keyword arguments, not both.")
+        elif not isinstance(config, CharLanguageModelConfig):
+            raise ValueError(
+                "`config` must be a CharLanguageModelConfig or None. "
+                f"Received: config={config!r}"
+            )
         self.config = config
         self.hierarchical_cell = None
         self.network = self._build()
@@ -327,3 +362,27 @@ class CharLanguageModel:
     def count_params(self):
         """Number of trainable parameters."""
         return int(sum(np.prod(w.shape) for w in self.network.trainable_weights))
+
+
+def _signature_from_config():
+    """`(config=None, *, vocab_size=None, cell='hmlstm', ...)`.
+
+    `CharLanguageModel` takes the configuration's fields as keyword
+    arguments; its signature lists them (one source of truth: the
+    dataclass), so that `help()` and `inspect.signature` show them.
+    """
+    parameters = [
+        inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+    ]
+    for field in dataclasses.fields(CharLanguageModelConfig):
+        default = field.default if field.default is not dataclasses.MISSING else None
+        parameters.append(
+            inspect.Parameter(
+                field.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                annotation=field.type,
+            )
+        )
+    return inspect.Signature(parameters)
+
+
+CharLanguageModel.__signature__ = _signature_from_config()

@@ -39,6 +39,7 @@ import warnings
 import keras
 import numpy as np
 
+from hmkeras.cells import argument_checks
 from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
 
 
@@ -46,34 +47,27 @@ class BoundaryCollapseWarning(UserWarning):
     """A boundary layer's rate stayed at (about) 0 or 1 for too long."""
 
 
-def _check_fraction(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        0.0 <= float(value) <= 1.0
-    ):
-        raise ValueError(f"`{name}` must be a number in [0, 1]. Received: {name}={value!r}")
-    return float(value)
-
-
-def _check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
-    return int(value)
-
-
 class BoundaryMonitor(keras.callbacks.Callback):
     """Logs per-layer boundary rates and warns when a layer collapses.
+
+    Numbers may be given as Python or NumPy scalars; booleans, strings,
+    NaN and infinities are refused with a `ValueError` naming the argument.
 
     Args:
         probe: A batch of the model's inputs on which the rates are measured
             (inference mode); not needed when the model's `train_step`
             reports `z_rate_l` itself (`hmkeras.TruncatedBPTTModel`).
-        interval: Check every `interval` training steps (and at the end of
-            every epoch).
-        low: A rate below `low` counts as collapsed to 0.
-        high: A rate above `high` counts as collapsed to 1.
-        patience: Number of consecutive collapsed checks before the warning.
-        stop_on_collapse: Also set `model.stop_training` on a collapse.
-        verbose: 0 (silent) or 1 (the warnings).
+        interval: Positive int: check every `interval` training steps (and
+            at the end of every epoch). Default 100.
+        low: A rate below `low` counts as collapsed to 0; in [0, 1] and
+            below `high`. Default 0.01.
+        high: A rate above `high` counts as collapsed to 1; in [0, 1].
+            Default 0.99.
+        patience: Positive int, the number of consecutive collapsed checks
+            before the warning. Default 3.
+        stop_on_collapse: `True` or `False`: also set `model.stop_training`
+            on a collapse.
+        verbose: 0 (silent) or 1 (the warnings, default).
 
     Attributes:
         collapses: `(step, name, layer, rate)` of every collapse warned about.
@@ -83,21 +77,16 @@ class BoundaryMonitor(keras.callbacks.Callback):
                  stop_on_collapse=False, verbose=1):
         super().__init__()
         self.probe = probe
-        self.interval = _check_positive_int("interval", interval)
-        self.low = _check_fraction("low", low)
-        self.high = _check_fraction("high", high)
+        self.interval = argument_checks.check_positive_int("interval", interval)
+        self.low = argument_checks.check_fraction("low", low)
+        self.high = argument_checks.check_fraction("high", high)
         if not self.low < self.high:
             raise ValueError(f"`low` must be below `high`. Received: low={low!r}, high={high!r}")
-        self.patience = _check_positive_int("patience", patience)
-        if not isinstance(stop_on_collapse, bool):
-            raise ValueError(
-                "`stop_on_collapse` must be True or False. "
-                f"Received: stop_on_collapse={stop_on_collapse!r}"
-            )
-        self.stop_on_collapse = stop_on_collapse
-        if verbose not in (0, 1):
-            raise ValueError(f"`verbose` must be 0 or 1. Received: verbose={verbose!r}")
-        self.verbose = verbose
+        self.patience = argument_checks.check_positive_int("patience", patience)
+        self.stop_on_collapse = argument_checks.check_bool(
+            "stop_on_collapse", stop_on_collapse
+        )
+        self.verbose = argument_checks.check_int("verbose", verbose, minimum=0, maximum=1)
         self.collapses = []
 
     # ------------------------------------------------------------------

@@ -35,23 +35,11 @@ Example:
 1
 """
 
-import math
-
 import keras
+import numpy as np
 import tensorflow as tf
 
-
-def _check_rate(value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        0.0 <= float(value) <= 1.0
-    ):
-        raise ValueError(
-            "`target_rates` must hold numbers in [0, 1] (or None to leave a "
-            f"layer free). Received: {value!r}"
-        )
-    return float(value)
+from hmkeras.cells import argument_checks
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -60,11 +48,12 @@ class BoundaryRateRegularizer(keras.regularizers.Regularizer):
 
     Args:
         target_rates: One target boundary rate in [0, 1] per boundary layer
-            (`num_layers - 1` of them, bottom first); `None` leaves that
-            layer without penalty.
-        weight: Non-negative factor of the penalty. Cross entropies are in
-            nats, so a weight of 1 makes a rate 0.3 away from its target
-            cost 0.09 nats per character.
+            (`num_layers - 1` of them, bottom first; a list, tuple or 1-D
+            array, Python or NumPy numbers); `None` leaves that layer
+            without penalty.
+        weight: Finite, non-negative factor of the penalty (default 1).
+            Cross entropies are in nats, so a weight of 1 makes a rate 0.3
+            away from its target cost 0.09 nats per character.
 
     Call arguments:
         outputs: The `(batch, time, output_size)` sequence output of an RNN
@@ -75,23 +64,31 @@ class BoundaryRateRegularizer(keras.regularizers.Regularizer):
     """
 
     def __init__(self, target_rates, weight=1.0):
-        if not isinstance(target_rates, (list, tuple)) or not target_rates:
+        rates = None
+        if isinstance(target_rates, (list, tuple)):
+            rates = list(target_rates)
+        elif isinstance(target_rates, np.ndarray) and target_rates.ndim == 1:
+            rates = target_rates.tolist()
+        allowed = (
+            "a non-empty list with one rate in [0, 1] (or None to leave a "
+            "layer free) per boundary layer (num_layers - 1 values)"
+        )
+        if not rates:
             raise ValueError(
-                "`target_rates` must be a non-empty list with one rate per "
-                "boundary layer (num_layers - 1 values). "
+                f"`target_rates` must be {allowed}. "
                 f"Received: target_rates={target_rates!r}"
             )
-        self.target_rates = [_check_rate(rate) for rate in target_rates]
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, (int, float))
-            or not math.isfinite(weight)
-            or weight < 0
-        ):
+        try:
+            self.target_rates = [
+                argument_checks.check_fraction("target_rates", rate, allow_none=True)
+                for rate in rates
+            ]
+        except ValueError:
             raise ValueError(
-                f"`weight` must be a finite number >= 0. Received: weight={weight!r}"
-            )
-        self.weight = float(weight)
+                f"`target_rates` must be {allowed}. "
+                f"Received: target_rates={target_rates!r}"
+            ) from None
+        self.weight = argument_checks.check_float("weight", weight, minimum=0)
 
     def rates(self, outputs):
         """The per-layer boundary rates `r_l` of Eq. (1), `(L-1,)`, in float32

@@ -2,6 +2,7 @@
 
 import keras
 
+from hmkeras.cells import argument_checks
 from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
 
 
@@ -31,7 +32,13 @@ class SlopeAnnealing(keras.callbacks.Callback):
             with the 0-based epoch index) or `"step"` (called before every
             train batch with the global step, i.e. the optimizer's
             iteration count, so it resumes correctly from a checkpoint).
-        verbose: If 1, prints the slope when it changes at an epoch start.
+        verbose: 0 (silent, default) or 1: print the new slope at the start
+            of an epoch when the schedule changes it (not when it stays
+            the same). With `unit="step"` nothing is printed; the slope
+            is in the logs (`slope`) at every epoch's end either way.
+
+    The schedule may return a Python or NumPy number; it must be finite
+    and > 0 (a `ValueError` otherwise).
 
     Example:
 
@@ -57,11 +64,9 @@ class SlopeAnnealing(keras.callbacks.Callback):
                 f"`schedule` must be a callable (epoch or step -> slope). "
                 f"Received: schedule={schedule!r}"
             )
-        if unit not in UNITS:
-            raise ValueError(f"`unit` must be one of {UNITS}. Received: unit={unit!r}")
         self.schedule = schedule
-        self.unit = unit
-        self.verbose = verbose
+        self.unit = argument_checks.check_choice("unit", unit, UNITS)
+        self.verbose = argument_checks.check_int("verbose", verbose, minimum=0, maximum=1)
         self._cells = None
 
     def set_model(self, model):
@@ -75,21 +80,31 @@ class SlopeAnnealing(keras.callbacks.Callback):
             self._cells = find_hierarchical_cells(self.model)
         return self._cells
 
-    def _set_slope(self, index):
+    def _set_slope(self, index, report_change=False):
+        """Sets every built cell's slope to `schedule(index)`.
+
+        Returns `(value, changed)`: the new slope and, with
+        `report_change`, whether it differs from the slope the cells had
+        (compared in the weight's dtype; `False` without `report_change`).
+        """
         raw = self.schedule(index)
         try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            value = float("nan")
-        if isinstance(raw, bool) or not value > 0:
-            raise ValueError(
-                "`schedule` must return a number > 0. "
-                f"Received: schedule({index})={raw!r}"
+            value = argument_checks.check_float(
+                f"schedule({index})", raw, minimum=0, exclusive_minimum=True
             )
+        except ValueError:
+            raise ValueError(
+                "`schedule` must return a finite number > 0. "
+                f"Received: schedule({index})={raw!r}"
+            ) from None
+        changed = False
         for cell in self.cells:
             if cell.built:
+                if report_change:
+                    previous = keras.ops.convert_to_numpy(cell.slope)
+                    changed = changed or bool(previous != previous.dtype.type(value))
                 cell.slope.assign(value)
-        return value
+        return value, changed
 
     def on_train_begin(self, logs=None):
         if not self.cells:
@@ -99,8 +114,8 @@ class SlopeAnnealing(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.unit == "epoch":
-            value = self._set_slope(epoch)
-            if self.verbose:
+            value, changed = self._set_slope(epoch, report_change=bool(self.verbose))
+            if self.verbose and changed:
                 print(f"\nEpoch {epoch + 1}: SlopeAnnealing sets slope to {value:.4f}.")
 
     def on_train_batch_begin(self, batch, logs=None):

@@ -38,6 +38,8 @@ import keras
 
 import tensorflow as tf
 
+from hmkeras.cells import argument_checks
+
 _LN2 = math.log(2.0)
 
 
@@ -45,8 +47,11 @@ class TruncatedBPTTModel(keras.Model):
     """Trains a `CharLanguageModel` with its state carried across batches.
 
     Args:
-        language_model: A `CharLanguageModel`.
-        batch_size: The (fixed) number of rows of every batch.
+        language_model: A `CharLanguageModel` (an object with its `network`
+            and `state_sizes`).
+        batch_size: Positive int (a NumPy integer too), the fixed number of
+            rows of every batch.
+        **kwargs: Base model keyword arguments, such as `name`.
 
     Call arguments:
         tokens: `(batch_size, time)` int ids. Returns the logits; in
@@ -54,10 +59,20 @@ class TruncatedBPTTModel(keras.Model):
     """
 
     def __init__(self, language_model, batch_size, **kwargs):
+        if not (
+            isinstance(getattr(language_model, "network", None), keras.Model)
+            and hasattr(language_model, "state_sizes")
+        ):
+            raise ValueError(
+                "`language_model` must be a hmkeras CharLanguageModel (with "
+                "a Keras `network` and its `state_sizes`). "
+                f"Received: language_model={language_model!r}"
+            )
+        batch_size = argument_checks.check_positive_int("batch_size", batch_size)
         super().__init__(**kwargs)
         self.language_model = language_model
         self.network = language_model.network
-        self.batch_size = int(batch_size)
+        self.batch_size = batch_size
         self.bpc_tracker = keras.metrics.Mean(name="bpc")
         self.carried_state = [
             self.add_weight(

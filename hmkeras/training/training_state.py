@@ -51,11 +51,20 @@ class TrainingCheckpoint:
     """One resumable checkpoint kept in `directory/latest`.
 
     Args:
-        directory: Where the checkpoint lives (created when saving).
+        directory: Where the checkpoint lives (created when saving): a
+            non-empty `str` or `os.PathLike`.
     """
 
     def __init__(self, directory):
-        self.directory = os.fspath(directory)
+        try:
+            self.directory = os.fspath(directory)
+        except TypeError:
+            self.directory = None
+        if not isinstance(self.directory, str) or not self.directory:
+            raise ValueError(
+                "`directory` must be a non-empty path (a str or os.PathLike). "
+                f"Received: directory={directory!r}"
+            )
         self.path = os.path.join(self.directory, "latest")
 
     def exists(self):

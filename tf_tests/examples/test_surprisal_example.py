@@ -110,15 +110,38 @@ def test_mismatched_runs_raise(runs, tmp_path, settings, message):
     done = _compare(f"--run_a={paths['hmlstm']}", f"--run_b={other}",
                     f"--output={tmp_path / 'x.png'}")
     assert done.returncode != 0
-    assert "ValueError" in done.stderr and "--run_a=" in done.stderr
-    assert re.search(message, done.stderr), done.stderr[-2000:]
+    # One line that names the runs' flags, no traceback.
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("compare_surprisal.py: --run_a=")
+    assert re.search(message, line), done.stderr[-2000:]
     assert not os.path.exists(tmp_path / "x.png")
 
 
 def test_missing_run_names_the_flag(tmp_path):
     done = _compare(f"--run_a={tmp_path}", f"--run_b={tmp_path}")
     assert done.returncode != 0 and "--run_a=" in done.stderr
-    assert "no step export" in done.stderr
+    assert "no step export" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_text_file_runs_compare(tmp_path):
+    """A run on --dataset=text_file (the test text is cut from the run's
+    file again), compared with itself to keep the test short."""
+    book = tmp_path / "book.txt"
+    book.write_text("the cat sat on the mat.\nA dog ran in the fog, then sat.\n" * 40)
+    run = str(tmp_path / "lstm")
+    ptb_char.FLAGS.unparse_flags()
+    ptb_char.FLAGS(["ptb_char", "--preset=quick", "--tiny", "--cell=lstm",
+                    "--dataset=text_file", f"--text_file={book}",
+                    f"--output_dir={run}", "--verbose=0"])
+    settings = ptb_char.resolve_settings(ptb_char.FLAGS)
+    settings["preset"] = "quick"
+    ptb_char.run(settings)
+    done = _compare(f"--run_a={run}", f"--run_b={run}", "--fraction=0.2",
+                    f"--output={tmp_path / 'r.png'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(tmp_path / "r.json") as f:
+        assert json.load(f)["dataset"] == "text_file"
 
 
 def test_word_level_report_of_wikitext2():

@@ -1,0 +1,94 @@
+"""Bad flags of every example and benchmark script: one line on stderr that
+names the flag and what it accepts, a non-zero exit, no traceback.
+
+Each script runs in a subprocess whose `tensorflow` and `keras` cannot be
+imported, so the checks are proven to happen before TensorFlow loads (and
+each case takes a fraction of a second).
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from example_modules import ROOT
+
+MISSING = os.path.join(ROOT, "no", "such", "dir")
+
+# (script, flags, what the line must say)
+CASES = [
+    ("examples/ptb_char.py", ["--dataset=foo"],
+     ["--dataset=foo", "<synthetic|ptb_char|text8|enwik8|wikitext2_raw|text_file>"]),
+    ("examples/ptb_char.py", ["--cell=gru"], ["--cell=gru", "hmlstm|hmrnn|lstm|mlstm"]),
+    ("examples/ptb_char.py", ["--preset=fast"], ["--preset=fast", "quick"]),
+    ("examples/ptb_char.py", ["--output=fancy"], ["--output=fancy", "gated|simple|none"]),
+    ("examples/ptb_char.py", ["--units=0"], ["--units=0", "positive integer"]),
+    ("examples/ptb_char.py", ["--learning_rate=-1"], ["--learning_rate=-1", "> 0"]),
+    ("examples/ptb_char.py", ["--learning_rate=nan"], ["--learning_rate=nan", "> 0"]),
+    ("examples/ptb_char.py", ["--verbose=7"], ["--verbose=7", "[0, 2]"]),
+    ("examples/ptb_char.py", ["--max_steps=-1"], ["--max_steps=-1", "non-negative"]),
+    ("examples/ptb_char.py", ["--dropout=1"], ["--dropout=1", "[0, 1)"]),
+    ("examples/ptb_char.py", ["--valid_fraction=1.5"], ["--valid_fraction=1.5", "(0, 1)"]),
+    ("examples/ptb_char.py", ["--boundary_rate_targets=0.2,x"],
+     ["--boundary_rate_targets", "numbers in [0, 1]"]),
+    ("examples/ptb_char.py", ["--unitz=3"], ["Unknown command line flag 'unitz'"]),
+    ("examples/ptb_char.py", ["stray"], ["unexpected arguments ['stray']"]),
+    # Combinations, checked after the preset is applied.
+    ("examples/ptb_char.py", ["--cell=hmlstm", "--num_layers=1"],
+     ["--num_layers must be at least 2"]),
+    ("examples/ptb_char.py", ["--boundary_rate_targets=0.1"],
+     ["--boundary_rate_targets needs one rate per boundary layer"]),
+    ("examples/ptb_char.py", ["--cell=lstm", "--layer_norm"], ["--layer_norm applies"]),
+    ("examples/ptb_char.py", [f"--manual_dir={MISSING}"], ["--manual_dir must be an existing"]),
+    ("examples/sample.py", [], ["--model_dir"]),
+    ("examples/sample.py", ["--model_dir=x", "--temperature=0"], ["--temperature=0", "> 0"]),
+    ("examples/sample.py", ["--model_dir=x", "--length=-1"], ["--length=-1", "non-negative"]),
+    ("examples/sample.py", [f"--model_dir={MISSING}"], ["--model_dir=", "no step model"]),
+    ("examples/compare_surprisal.py", ["--run_a=a", "--run_b=b", "--fraction=0"],
+     ["--fraction=0", "(0, 1]"]),
+    ("examples/compare_surprisal.py", ["--run_a=a", "--run_b=b", "--reference=c"],
+     ["--reference=c", "mean|a|b"]),
+    ("examples/compare_surprisal.py", ["--run_a=a", "--run_b=b", "--labels=one"],
+     ["--labels", "two models"]),
+    ("examples/compare_surprisal.py", ["--run_a=a", "--run_b=b", "--max_chars=1"],
+     ["--max_chars=1", "0 (all) or at least 2"]),
+    ("examples/compare_surprisal.py", [], ["--run_a", "--model_a", "--run_b", "--model_b"]),
+    ("examples/compare_surprisal.py", [f"--run_a={MISSING}", f"--run_b={MISSING}"],
+     ["--run_a=", "no step export"]),
+    ("bench/bench_cells.py", ["--steps=0"], ["--steps=0", "positive integer"]),
+    ("bench/bench_cells.py", ["--cell=gru"], ["--cell=gru", "hmlstm|hmrnn|mlstm"]),
+    ("bench/bench_cells.py", ["--layers=1"], ["--layers=1", ">= 2"]),
+    ("bench/bench_cells.py", ["--dropout=-0.1"], ["--dropout=-0.1", "[0, 1)"]),
+    ("bench/boundaries.py", ["--steps=0"], ["--steps=0", "positive integer"]),
+    ("bench/boundaries.py", ["--models=hmlstm,gru"], ["--models", "hmlstm_rate"]),
+    ("bench/boundaries.py", ["--corpus=text_file"], ["--corpus=text_file needs --text_file"]),
+    ("bench/boundaries.py", ["--rate_targets=0.2"], ["--rate_targets", "two numbers"]),
+]
+
+
+@pytest.fixture(scope="module")
+def no_tensorflow(tmp_path_factory):
+    """A PYTHONPATH entry whose `tensorflow` and `keras` refuse to import."""
+    root = tmp_path_factory.mktemp("no_tensorflow")
+    for name in ("tensorflow", "keras"):
+        (root / name).mkdir()
+        (root / name / "__init__.py").write_text(
+            f"raise ImportError('{name} imported before the flags were checked')\n")
+    return str(root)
+
+
+@pytest.mark.parametrize("script,args,expected", CASES,
+                         ids=[f"{s.split('/')[-1][:-3]}:{' '.join(a) or 'none'}"
+                              for s, a, _ in CASES])
+def test_bad_flag_is_one_line_without_traceback(no_tensorflow, script, args, expected):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [no_tensorflow, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(os.path.basename(script) + ": "), lines[0]
+    for text in expected:
+        assert text in lines[0], lines[0]

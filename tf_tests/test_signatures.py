@@ -1,0 +1,206 @@
+"""Every public class has an explicit, documented, serializable signature.
+
+* Every argument of a class's docstring `Args` section (`Attributes` for
+  the dataclasses) is an explicit parameter of its signature, and every
+  explicit parameter is documented there.
+* `**kwargs` is left only where it carries Keras' base-layer / base-model
+  arguments (`name`, `dtype`, ...); an unknown keyword is refused.
+* `get_config()` has a key for every explicit parameter, is JSON-able, and
+  `cls.from_config(obj.get_config())` gives an equal config.
+"""
+
+import dataclasses
+import inspect
+import json
+import re
+
+import keras
+import numpy as np
+import pytest
+
+import hmkeras
+from hmkeras.models.char_language_model import CharLanguageModelConfig
+
+PUBLIC_CLASSES = sorted(
+    {getattr(hmkeras, name) for name in hmkeras.__all__
+     if inspect.isclass(getattr(hmkeras, name))},
+    key=lambda cls: cls.__name__,
+)
+# Classes whose arguments are not documented in their own Args section.
+WARNINGS = [cls for cls in PUBLIC_CLASSES if issubclass(cls, Warning)]
+DOCUMENTED = [cls for cls in PUBLIC_CLASSES
+              if cls not in WARNINGS and cls is not hmkeras.HierarchicalCell]
+
+_ENTRY = re.compile(r"(\*{0,2}\w+(?:, \*{0,2}\w+)*):(?:\s|$)")
+
+
+def documented_arguments(cls):
+    """Names of the entries of the `Args:` (dataclasses: `Attributes:`)
+    section of `cls`'s docstring; an entry may name several arguments
+    (`kernel_regularizer, recurrent_regularizer, bias_regularizer:`)."""
+    header = "Attributes:" if dataclasses.is_dataclass(cls) else "Args:"
+    lines = inspect.getdoc(cls).splitlines()
+    start = lines.index(header) + 1
+    indent, names = None, []
+    for line in lines[start:]:
+        if line.strip() and not line.startswith(" "):
+            break  # the next section
+        if not line.strip():
+            continue
+        width = len(line) - len(line.lstrip())
+        indent = width if indent is None else indent
+        if width == indent:
+            match = _ENTRY.match(line.strip())
+            assert match, f"{cls.__name__}: not an Args entry: {line!r}"
+            names.extend(name.strip() for name in match.group(1).split(","))
+    return names
+
+
+def explicit_parameters(cls):
+    return {
+        name: p for name, p in inspect.signature(cls).parameters.items()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
+
+
+def test_every_public_class_is_covered():
+    names = {cls.__name__ for cls in PUBLIC_CLASSES}
+    assert {"HMLSTMCell", "HMRNNCell", "MultiplicativeLSTMCell",
+            "GatedOutputEmbedding", "SimpleOutputEmbedding", "SlopeAnnealing",
+            "BoundaryMonitor", "BoundaryRateRegularizer", "TruncatedBPTTModel",
+            "TrainingCheckpoint", "CharLanguageModel",
+            "CharLanguageModelConfig"} <= names
+    assert WARNINGS == [hmkeras.BoundaryCollapseWarning]
+
+
+@pytest.mark.parametrize("cls", DOCUMENTED, ids=lambda cls: cls.__name__)
+def test_documented_arguments_are_explicit_parameters(cls):
+    documented = documented_arguments(cls)
+    assert documented, f"{cls.__name__} documents no arguments"
+    parameters = explicit_parameters(cls)
+    for name in documented:
+        if name.startswith("**"):
+            continue
+        assert name in parameters, (
+            f"{cls.__name__}: `{name}` is documented but hidden from the "
+            f"signature {inspect.signature(cls)}"
+        )
+
+
+@pytest.mark.parametrize("cls", DOCUMENTED, ids=lambda cls: cls.__name__)
+def test_explicit_parameters_are_documented(cls):
+    documented = set(documented_arguments(cls))
+    parameters = explicit_parameters(cls)
+    if cls is hmkeras.CharLanguageModel:
+        # The configuration's fields, documented by CharLanguageModelConfig.
+        fields = [f.name for f in dataclasses.fields(CharLanguageModelConfig)]
+        assert list(parameters) == ["config"] + fields
+        assert all(parameters[f].kind is inspect.Parameter.KEYWORD_ONLY for f in fields)
+        parameters = {"config": parameters["config"]}
+    undocumented = set(parameters) - documented
+    assert not undocumented, f"{cls.__name__}: undocumented {sorted(undocumented)}"
+
+
+@pytest.mark.parametrize("cls", DOCUMENTED, ids=lambda cls: cls.__name__)
+def test_var_keyword_only_for_keras_base_arguments(cls):
+    kinds = [p.kind for p in inspect.signature(cls).parameters.values()]
+    assert inspect.Parameter.VAR_POSITIONAL not in kinds
+    if cls is hmkeras.CharLanguageModel:
+        return  # its keyword-only arguments are the configuration's fields
+    if inspect.Parameter.VAR_KEYWORD in kinds:
+        assert issubclass(cls, keras.layers.Layer), cls  # keras.Model too
+        assert "**kwargs" in documented_arguments(cls)
+
+
+def test_hierarchical_base_has_the_shared_signature():
+    base = inspect.signature(hmkeras.HierarchicalCell).parameters
+    assert base == inspect.signature(hmkeras.HMRNNCell).parameters
+    lstm = dict(inspect.signature(hmkeras.HMLSTMCell).parameters)
+    assert lstm.pop("copy_last").default is False
+    assert lstm.pop("forget_bias").default == 1.0
+    assert lstm == dict(base)
+
+
+@pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell])
+def test_hm_cells_positional_units_and_num_layers(cls):
+    cell = cls(6, 2)
+    assert cell.units == [6, 6]
+    parameters = list(inspect.signature(cls).parameters.values())
+    assert [p.name for p in parameters[:2]] == ["units", "num_layers"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[2:-1])
+    with pytest.raises(TypeError):
+        cls(6, 2, "step")  # no silent re-binding of old positional arguments
+    with pytest.raises(ValueError, match="Unrecognized keyword arguments"):
+        cls(6, foo=1)
+
+
+# One instance per serializable class, with non-default values (NumPy
+# scalars among them, stored as Python numbers).
+SERIALIZABLE = {
+    "HMLSTMCell": lambda: hmkeras.HMLSTMCell(
+        np.int64(5), np.int32(2), boundary_mode="sample", slope=np.float32(2.0),
+        layer_norm=False, layer_norm_gain=np.float64(0.5), top_down=False,
+        copy_last=True, boundary_bias=np.float32(-1.0), forget_bias=np.int64(2),
+        kernel_initializer="he_normal", recurrent_initializer="glorot_normal",
+        boundary_initializer="zeros", bias_initializer="ones",
+        kernel_regularizer="l2", recurrent_regularizer="l1",
+        bias_regularizer=keras.regularizers.L1L2(0.1, 0.2), kernel_constraint="non_neg",
+        recurrent_constraint="unit_norm", bias_constraint="max_norm",
+        dropout=np.float32(0.25), recurrent_dropout=0.5, seed=np.int64(7),
+        name="hm"),
+    "HMRNNCell": lambda: hmkeras.HMRNNCell(
+        [np.int64(4), 3], boundary_mode="soft", slope=3, layer_norm=False,
+        layer_norm_gain=1, top_down=False, boundary_bias=1,
+        kernel_initializer="he_normal", recurrent_initializer="glorot_normal",
+        boundary_initializer="zeros", bias_initializer="ones",
+        kernel_regularizer="l2", recurrent_regularizer="l1",
+        bias_regularizer=keras.regularizers.L1L2(0.1, 0.2), kernel_constraint="non_neg",
+        recurrent_constraint="unit_norm", bias_constraint="max_norm",
+        dropout=0.5, recurrent_dropout=np.float64(0.25), seed=3),
+    "HierarchicalCell": lambda: hmkeras.HierarchicalCell(
+        4, 2, slope=2.0, dropout=0.5, seed=1),
+    "MultiplicativeLSTMCell": lambda: hmkeras.MultiplicativeLSTMCell(
+        np.int64(4), multiplicative_units=np.int32(6), activation="relu",
+        recurrent_activation="hard_sigmoid", use_bias=False,
+        kernel_initializer="he_normal", recurrent_initializer="glorot_normal",
+        bias_initializer="ones", forget_bias=np.float32(1.0),
+        recurrent_init_scale=np.float64(0.5), weight_normalization=True,
+        kernel_regularizer="l2", recurrent_regularizer="l1",
+        bias_regularizer=keras.regularizers.L1L2(0.1, 0.2), kernel_constraint="non_neg",
+        recurrent_constraint="unit_norm", bias_constraint="max_norm",
+        dropout=0.5, recurrent_dropout=0.25, seed=np.int64(2)),
+    "GatedOutputEmbedding": lambda: hmkeras.GatedOutputEmbedding(
+        np.int64(6), layer_sizes=np.array([4, 4]), use_bias=True,
+        kernel_initializer="he_normal", gate_initializer="ones",
+        bias_initializer="ones", gate_bias_initializer="ones",
+        kernel_regularizer="l2", gate_regularizer="l1",
+        bias_regularizer=keras.regularizers.L1L2(0.1, 0.2), activity_regularizer="l2",
+        kernel_constraint="non_neg", gate_constraint="unit_norm",
+        bias_constraint="max_norm"),
+    "SimpleOutputEmbedding": lambda: hmkeras.SimpleOutputEmbedding(
+        6, layer_sizes=[np.int32(4), 4], use_bias=np.True_,
+        kernel_initializer="he_normal", bias_initializer="ones",
+        kernel_regularizer="l2", bias_regularizer="l1",
+        activity_regularizer="l2", kernel_constraint="non_neg",
+        bias_constraint="max_norm"),
+    "BoundaryRateRegularizer": lambda: hmkeras.BoundaryRateRegularizer(
+        [np.float32(0.25), None], weight=np.float64(2.0)),
+}
+
+
+def test_every_class_with_a_config_is_tested():
+    with_config = {cls.__name__ for cls in PUBLIC_CLASSES
+                   if hasattr(cls, "from_config") and not issubclass(cls, keras.Model)}
+    assert with_config == set(SERIALIZABLE)
+
+
+@pytest.mark.parametrize("name", sorted(SERIALIZABLE))
+def test_config_covers_the_signature_and_round_trips(name):
+    obj = SERIALIZABLE[name]()
+    cls = type(obj)
+    config = obj.get_config()
+    missing = set(explicit_parameters(cls)) - set(config)
+    assert not missing, f"{name}.get_config() lacks {sorted(missing)}"
+    json.dumps(config)  # Python numbers only: NumPy scalars were converted
+    again = cls.from_config(config)
+    assert again.get_config() == config
