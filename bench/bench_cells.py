@@ -58,19 +58,6 @@ for _name in ("dropout", "recurrent_dropout"):
                              message="must be a number in [0, 1)")
 
 
-def parse_flags(argv):
-    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
-    bad flag or a stray argument is one line on stderr and exit status 1."""
-    try:
-        argv = FLAGS(argv)
-    except flags.Error as error:  # several at once: one line too
-        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
-    if len(argv) > 1:
-        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
-                 "flags are written --name=value.")
-    return argv
-
-
 def cells(name, units):
     """`(ours, baseline, labels)` for `--cell`."""
     import keras
@@ -155,4 +142,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    os.pardir, "examples"))
+    from command_line import parse_flags  # noqa: E402
+
     app.run(main, flags_parser=parse_flags)

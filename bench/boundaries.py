@@ -92,19 +92,6 @@ flags.register_multi_flags_validator(
     message="--eval_chars must be at least --eval_len (one evaluation window)")
 
 
-def parse_flags(argv):
-    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
-    bad flag or a stray argument is one line on stderr and exit status 1."""
-    try:
-        argv = FLAGS(argv)
-    except flags.Error as error:  # several at once: one line too
-        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
-    if len(argv) > 1:
-        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
-                 "flags are written --name=value.")
-    return argv
-
-
 def corpus():
     """`(train_text, heldout_text, references_fn)`."""
     from hmkeras.analysis import boundary_metrics
@@ -260,4 +247,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    os.pardir, "examples"))
+    from command_line import parse_flags  # noqa: E402
+
     app.run(main, flags_parser=parse_flags)

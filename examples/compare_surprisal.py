@@ -104,19 +104,6 @@ class FlagError(ValueError):
     one line (its message names the flags)."""
 
 
-def parse_flags(argv):
-    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
-    bad flag or a stray argument is one line on stderr and exit status 1."""
-    try:
-        argv = FLAGS(argv)
-    except flags.Error as error:  # several at once: one line too
-        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
-    if len(argv) > 1:
-        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
-                 "flags are written --name=value.")
-    return argv
-
-
 # ----------------------------------------------------------------------------
 # Runs
 # ----------------------------------------------------------------------------
@@ -460,4 +447,6 @@ def compare_from_flags():
 
 
 if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
     app.run(main, flags_parser=parse_flags)

@@ -227,19 +227,6 @@ flags.register_validator(
     message="must be numbers in [0, 1], one per boundary layer, e.g. 0.2,0.05")
 
 
-def parse_flags(argv):
-    """absl's flag parsing (`app.run(main, flags_parser=parse_flags)`), but a
-    bad flag or a stray argument is one line on stderr and exit status 1."""
-    try:
-        argv = FLAGS(argv)
-    except flags.Error as error:  # several at once: one line too
-        sys.exit(f"{os.path.basename(argv[0])}: {'; '.join(str(error).splitlines())}")
-    if len(argv) > 1:
-        sys.exit(f"{os.path.basename(argv[0])}: unexpected arguments {argv[1:]}; "
-                 "flags are written --name=value.")
-    return argv
-
-
 class FlagError(ValueError):
     """A bad flag combination, or data or an --output_dir that the flags do
     not fit; `main` reports it without a traceback, naming the flags."""
@@ -1138,4 +1125,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
     app.run(main, flags_parser=parse_flags)
