@@ -151,6 +151,12 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     """
 
     _extra_states_per_layer = 0
+    # Without layer normalization: whether the recurrent and top-down
+    # products are one matmul of the gated inputs against `[U; V]` (pays
+    # when a product is much wider than its input: the LSTM's 4 gates) or
+    # separate matmuls whose outputs are gated (measured faster for the
+    # Elman cell, whose products are as wide as their inputs).
+    _stack_recurrent_products = True
     # Number of pre-activation columns per unit of a layer (4 for the LSTM
     # gates f, i, o, g; 1 for the Elman candidate).
     _columns_per_unit = 1
@@ -368,12 +374,26 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         kernel they start when the step starts, independently of the
         bottom-up chain through the layers.
 
-        With layer normalization: each layer's gains and biases stacked as
-        `(num_products, columns)`, in the statistics dtype, so that the
-        products are normalized together in one call.
+        With layer normalization (Ba et al. Eq. 20-21), per product `M h`
+        of a layer (`M` = W, U or V, `C` columns), the statistics come from
+        the weights instead of from the `(batch, C)` product at every step:
+
+            M_c = M - mean over columns of M      (so h M_c = h M - mean(h M))
+            var(h M) = h G h^T  with  G = M_c M_c^T / C
+            LN(h M) = h (M_c * gain) / sqrt(h G h^T + eps) + beta
+
+        `M_c * gain` and `G` are built here once per sequence; a step then
+        does one matmul per product (as without normalization), a small
+        `(batch, rows) x (rows, rows)` one for its variance, and a per-row
+        scaling, instead of centring and scaling every `(batch, C)` product.
+        The statistics (`G`, the variance) are in float32 under mixed
+        precision.  The biases `beta` of a layer's products are stacked,
+        so that their gated sum is one small matmul.
         """
         del step_input
         constants = {}
+        if not self.layer_norm and not self._stack_recurrent_products:
+            return constants
         if not self.layer_norm:
             stacked = []
             for params in self._layer_params:
@@ -384,16 +404,28 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 stacked.append(tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0])
             constants["recurrent_top_down_kernels"] = stacked
             return constants
-        dtype = self._statistics_dtype
-        gains, betas = [], []
+        statistics = self._statistics_dtype
+        kernels, grams, betas = [], [], []
         for params in self._layer_params:
-            names = [n for n in ("norm_bottom_up", "norm_recurrent", "norm_top_down")
-                     if n in params]
-            for stacked, part in ((gains, 0), (betas, 1)):
-                vectors = [tf.cast(tf.convert_to_tensor(params[n][part]), dtype) for n in names]
-                stacked.append(tf.stack(vectors))
-        constants["norm_gains"] = gains
-        constants["norm_betas"] = betas
+            layer_kernels, layer_grams, layer_betas = [], [], []
+            for kernel_name, norm_name in _NORMALIZED_PRODUCTS:
+                if kernel_name not in params:
+                    continue
+                gain, beta = (tf.convert_to_tensor(v) for v in params[norm_name])
+                kernel = tf.cast(tf.convert_to_tensor(params[kernel_name]), statistics)
+                centred = kernel - tf.reduce_mean(kernel, axis=1, keepdims=True)
+                columns = tf.cast(tf.shape(kernel)[1], statistics)
+                layer_grams.append(tf.matmul(centred, centred, transpose_b=True) / columns)
+                layer_kernels.append(
+                    tf.cast(centred * tf.cast(gain, statistics), self.compute_dtype)
+                )
+                layer_betas.append(tf.cast(beta, self.compute_dtype))
+            kernels.append(layer_kernels)
+            grams.append(layer_grams)
+            betas.append(tf.stack(layer_betas))
+        constants["normalized_kernels"] = kernels
+        constants["normalized_grams"] = grams
+        constants["normalized_betas"] = betas
         return constants
 
     @property
@@ -418,8 +450,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         Without layer normalization the factors scale the inputs (each is one
         scalar per row), and the recurrent and top-down products are one
         matmul against `[U; V]`.  With it (Ba et al. Eq. 20), each product
-        is normalized on its own, all of a layer's products in one call,
-        with the statistics in float32 under mixed precision.
+        is normalized on its own, its mean and variance taken from the
+        weights (see `build_sequence_constants`), and the factors scale the
+        normalized products; statistics in float32 under mixed precision.
 
         Returns:
             The sum, `(batch, columns)`, without the bias.
@@ -427,7 +460,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         params = self._layer_params[index]
         has_top_down = "top_down_kernel" in params
         a, b, c = coefficients
-        if not self.layer_norm:
+        if not self.layer_norm and "recurrent_top_down_kernels" in constants:
             if a is not None:
                 below = a * below
             if b is not None:
@@ -439,30 +472,45 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 tf.matmul(below, params["kernel"])  # Chung Eq. (7)
                 + tf.matmul(past, constants["recurrent_top_down_kernels"][index])  # Eq. (5)-(6)
             )
-        products = [
-            tf.matmul(below, params["kernel"]),  # Chung Eq. (7)
-            tf.matmul(recurrent, params["recurrent_kernel"]),  # Chung Eq. (5)
-        ]
-        factors = [a, b]
+        if not self.layer_norm:  # three products, the factors scale their outputs
+            total = None
+            products = [(below, "kernel", a), (recurrent, "recurrent_kernel", b)]
+            if has_top_down:
+                products.append((above, "top_down_kernel", c))
+            for x, name, factor in products:
+                term = tf.matmul(x, params[name])  # Chung Eq. (7), (5), (6)
+                if factor is not None:
+                    term = factor * term
+                total = term if total is None else total + term
+            return total
+        # Ba et al. Eq. (20)-(21) for each product, from the per-sequence
+        # centred kernels and Gram matrices (see `build_sequence_constants`).
+        inputs, factors = [below, recurrent], [a, b]  # Chung Eq. (7), (5)
         if has_top_down:
-            products.append(tf.matmul(above, params["top_down_kernel"]))  # Chung Eq. (6)
+            inputs.append(above)  # Chung Eq. (6)
             factors.append(c)
-        stacked = tf.cast(tf.stack(products, axis=1), self._statistics_dtype)
-        normalized = _layer_normalize(  # Ba et al. Eq. (20)-(21)
-            stacked, constants["norm_gains"][index], constants["norm_betas"][index]
-        )
-        if any(f is not None for f in factors):
-            ones = None
-            columns = []
-            for f in factors:
-                if f is None:
-                    if ones is None:
-                        ones = tf.ones_like(next(g for g in factors if g is not None))
-                    f = ones
-                columns.append(f)
-            weights = tf.cast(tf.concat(columns, axis=-1), normalized.dtype)
-            normalized = normalized * weights[:, :, None]
-        return tf.cast(tf.reduce_sum(normalized, axis=1), self.compute_dtype)
+        statistics = self._statistics_dtype
+        total = None
+        for k, (x, factor) in enumerate(zip(inputs, factors)):
+            x_stat = tf.cast(x, statistics)
+            variance = tf.reduce_sum(
+                tf.matmul(x_stat, constants["normalized_grams"][index][k]) * x_stat,
+                axis=-1, keepdims=True,
+            )
+            scale = tf.math.rsqrt(tf.maximum(variance, 0.0) + _LAYER_NORM_EPSILON)
+            if factor is not None:
+                scale = scale * tf.cast(factor, statistics)
+            term = tf.matmul(x, constants["normalized_kernels"][index][k]) * tf.cast(
+                scale, self.compute_dtype
+            )
+            total = term if total is None else total + term
+        # The gated sum of the products' biases: one (batch, P) x (P, C) matmul.
+        betas = constants["normalized_betas"][index]
+        if all(f is None for f in factors):
+            return total + tf.reduce_sum(betas, axis=0)
+        ones = tf.ones_like(next(f for f in factors if f is not None))
+        weights = tf.concat([ones if f is None else f for f in factors], axis=-1)
+        return total + tf.matmul(tf.cast(weights, self.compute_dtype), betas)
 
     def _normalize(self, x, gain_and_bias):
         """Layer normalization of `x` over its last axis (Ba et al. Eq. 20-22)."""
@@ -643,7 +691,17 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         return {**base, **config}
 
 
-def _layer_normalize(x, gain, bias, epsilon=1e-5):
+_LAYER_NORM_EPSILON = 1e-5
+# (kernel, normalization) of a layer's products, in the order of the
+# coefficients of `_mixed_products`.
+_NORMALIZED_PRODUCTS = (
+    ("kernel", "norm_bottom_up"),
+    ("recurrent_kernel", "norm_recurrent"),
+    ("top_down_kernel", "norm_top_down"),
+)
+
+
+def _layer_normalize(x, gain, bias, epsilon=_LAYER_NORM_EPSILON):
     """`(x - mean) / sqrt(var + eps) * gain + bias` over the last axis."""
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
     return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias

@@ -92,6 +92,7 @@ class HMRNNCell(HierarchicalCell):
 
     _extra_states_per_layer = 0
     _columns_per_unit = 1
+    _stack_recurrent_products = False
 
     def __init__(
         self,
