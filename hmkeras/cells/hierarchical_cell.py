@@ -447,9 +447,11 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 of the three products, `None` standing for 1.
             constants: the cell's per-sequence constants.
 
-        Without layer normalization the factors scale the inputs (each is one
-        scalar per row), and the recurrent and top-down products are one
-        matmul against `[U; V]`.  With it (Ba et al. Eq. 20), each product
+        Without layer normalization, in cells that stack `[U; V]`
+        (`_stack_recurrent_products`), the factors scale the inputs (each is
+        one scalar per row) and the recurrent and top-down products are one
+        matmul against `[U; V]`; otherwise the three products are separate
+        and the factors scale their outputs.  With it (Ba et al. Eq. 20), each product
         is normalized on its own, its mean and variance taken from the
         weights (see `build_sequence_constants`), and the factors scale the
         normalized products; statistics in float32 under mixed precision.

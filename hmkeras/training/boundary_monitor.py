@@ -152,13 +152,14 @@ class BoundaryMonitor(keras.callbacks.Callback):
             if not math.isfinite(rate):
                 continue
             state = "low" if rate < self.low else "high" if rate > self.high else None
-            streak = self._streaks.get(name, (None, 0))
-            streak = (state, streak[1] + 1) if state and state == streak[0] else (state, int(bool(state)))
-            self._streaks[name] = streak
+            # Consecutive checks in the same collapsed state.
+            previous_state, count = self._streaks.get(name, (None, 0))
+            count = count + 1 if state is not None and state == previous_state else int(state is not None)
+            self._streaks[name] = (state, count)
             if state is None:
                 self._warned.discard(name)
                 continue
-            if streak[1] < self.patience or name in self._warned:
+            if count < self.patience or name in self._warned:
                 continue
             self._warned.add(name)
             layer = int(name.rsplit("_", 1)[1])
