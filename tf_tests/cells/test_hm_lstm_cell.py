@@ -64,6 +64,28 @@ def test_sample_mode_matches_reference_given_its_boundaries():
     np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
 
 
+def test_sample_mode_draws_with_the_references_per_step_probability():
+    # The reference, fed the cell's own past decisions, gives the detector's
+    # probability hard_sigm(slope * s) at every step (Chung Eq. (7)-(8));
+    # the sampled z must be drawn with exactly that probability: certain
+    # where it is 0 or 1, calibrated where it is in between.
+    cell = make_cell(boundary_mode="sample", seed=3)
+    x = np.random.default_rng(1).normal(size=(128, 12, 4))
+    outputs, _ = run_rnn(cell, x, training=True)
+    z = np.asarray(cell.split_outputs(outputs)[1])
+    p = hm_reference.hmlstm(x, hm_reference.cell_weights(cell), UNITS, boundaries=z)["z_tilde"]
+    assert np.all(z[p == 0.0] == 0.0) and np.all(z[p == 1.0] == 1.0)
+    between = (p > 0.0) & (p < 1.0)
+    assert between.sum() > 500
+    # Sum of (z - p) over independent Bernoulli draws: mean 0, sd sqrt(sum p(1-p)).
+    score = np.sum(z[between] - p[between]) / np.sqrt(np.sum(p[between] * (1 - p[between])))
+    assert abs(score) < 4.0
+    for low, high in ((0.05, 0.35), (0.35, 0.65), (0.65, 0.95)):
+        chosen = (p > low) & (p < high)
+        if chosen.sum() > 200:
+            assert abs(z[chosen].mean() - p[chosen].mean()) < 0.08, (low, high)
+
+
 def test_sample_mode_fires_with_hard_sigmoid_probability():
     # With no recurrent influence on z (zero boundary columns except the
     # bias) the probability is a constant hard_sigm(b).

@@ -53,19 +53,30 @@ def test_sample_mode_matches_reference_given_its_boundaries():
 
 
 def test_copy_is_exact():
-    cell = hmkeras.HMRNNCell([4, 4, 4])
-    cell.build((None, 3))
+    # Seeded, with the boundary columns scaled up (make_cell) so that every
+    # operation occurs; the test counts the COPYs it checked.
+    cell = make_cell(hmkeras.HMRNNCell, units=[4, 4, 4], seed=5)
     rng = np.random.default_rng(0)
     states = cell.get_initial_state(batch_size=8)
+    copies = {"middle": 0, "top": 0}
+    changes = {"middle": 0, "top": 0}
     for _ in range(20):
-        x = tf.constant(rng.normal(size=(8, 3)), tf.float32)
+        x = tf.constant(rng.normal(size=(8, 4)), tf.float64)
         _, new = cell(x, states)
         z_now, z_prev = new[-1].numpy(), states[-1].numpy()
         copy_mid = (z_prev[:, 1] == 0) & (z_now[:, 0] == 0)
         copy_top = z_now[:, 1] == 0
         assert np.array_equal(new[1].numpy()[copy_mid], states[1].numpy()[copy_mid])
         assert np.array_equal(new[2].numpy()[copy_top], states[2].numpy()[copy_top])
+        copies["middle"] += int(copy_mid.sum())
+        copies["top"] += int(copy_top.sum())
+        # The other rows were recomputed: they differ from the old state.
+        changes["middle"] += int(np.any(new[1].numpy()[~copy_mid] != states[1].numpy()[~copy_mid], axis=-1).sum())
+        changes["top"] += int(np.any(new[2].numpy()[~copy_top] != states[2].numpy()[~copy_top], axis=-1).sum())
         states = new
+    assert copies["middle"] >= 10 and copies["top"] >= 10, copies
+    assert changes["middle"] >= 10 and changes["top"] >= 10, changes
+    assert copies["middle"] + changes["middle"] == 20 * 8
 
 
 def test_shares_the_hierarchy_machinery():

@@ -200,10 +200,10 @@ def test_word_level_figures_follow_krause_eq_23():
     words = result.word_level(bits.WIKITEXT2_TEST_WORDS)
     assert words.bits_per_word == pytest.approx(6.4718, abs=1e-4)
     assert words.word_perplexity == pytest.approx(88.8, abs=0.05)
-    assert words.bits_per_word == bits.bits_per_word(
-        1.2649, bits.WIKITEXT2_TEST_BYTES, bits.WIKITEXT2_TEST_WORDS)
-    assert words.word_perplexity == bits.word_perplexity(
-        1.2649, bits.WIKITEXT2_TEST_BYTES, bits.WIKITEXT2_TEST_WORDS)
+    # Eq. (23) by hand: bits/word = bits/byte * bytes / words; ppl = 2^(bits/word).
+    by_hand = 1.2649 * bits.WIKITEXT2_TEST_BYTES / bits.WIKITEXT2_TEST_WORDS
+    assert words.bits_per_word == pytest.approx(by_hand, rel=1e-12)
+    assert words.word_perplexity == pytest.approx(2.0 ** by_hand, rel=1e-12)
     assert (words.num_symbols, words.num_words, words.bits_per_char) == (
         bits.WIKITEXT2_TEST_BYTES, bits.WIKITEXT2_TEST_WORDS, 1.2649)
     # An explicit symbol count wins; without any the call says what is missing.
