@@ -80,21 +80,26 @@ def cells(name, units):
     return ours, stack, (cls.__name__, f"{base.__name__} stack")
 
 
-def make_model(cell):
+def make_model(cell, jit_compile=None):
+    """The timed model around `cell` (or around a whole recurrent layer, such
+    as `keras.layers.LSTM`, given with `return_sequences=True`);
+    `jit_compile` None: `--jit_compile`."""
     import keras
 
+    rnn = cell if isinstance(cell, keras.layers.RNN) else keras.layers.RNN(
+        cell, return_sequences=True)
     model = keras.Sequential(
         [
             keras.Input((FLAGS.seq_len,), dtype="int32"),
             keras.layers.Embedding(FLAGS.vocab, FLAGS.embedding),
-            keras.layers.RNN(cell, return_sequences=True),
+            rnn,
             keras.layers.Dense(FLAGS.vocab),
         ]
     )
     model.compile(
         optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=FLAGS.jit_compile,
+        jit_compile=FLAGS.jit_compile if jit_compile is None else jit_compile,
     )
     return model
 

@@ -836,11 +836,21 @@ def prepare_output_dir(s):
 
 def _check_model_config(s, config):
     """Refuses a saved model_config.json (with checkpoints) that `config`
-    does not match: the same flags on other data (e.g. an edited --text_file)."""
+    does not match: the same flags on other data (e.g. an edited --text_file).
+
+    Returns:
+        `config`, with the saved run's kind of recurrent layer when it
+        resumes one (`sequence_layer`, False for a model_config.json
+        written before that field: its checkpoints hold `RNN(cell)`
+        weights).
+    """
+    from hmkeras.models.char_language_model import keep_saved_layers
+
+    config = keep_saved_layers(config, s["output_dir"])
     path = os.path.join(s["output_dir"], "model_config.json")
     if not (os.path.isfile(path) and os.path.isdir(os.path.join(s["output_dir"],
                                                                  "checkpoints"))):
-        return
+        return config
     with open(path) as f:
         old = json.load(f)
     new = json.loads(config.to_json())
@@ -855,6 +865,7 @@ def _check_model_config(s, config):
             f"(model_config.json: {described}; vocab_size comes from the training "
             "text). Use a new --output_dir, or --overwrite to delete that run and "
             "start afresh.")
+    return config
 
 
 def _tfds_default_data_dir():
@@ -942,7 +953,7 @@ def _run(s, changed):
         recurrent_dropout=s["recurrent_dropout"],
         multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
     )
-    _check_model_config(s, config)
+    config = _check_model_config(s, config)
     os.makedirs(s["output_dir"], exist_ok=True)
     vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
     with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:

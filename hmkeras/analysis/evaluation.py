@@ -60,6 +60,7 @@ import tensorflow as tf
 
 from hmkeras.analysis import bits
 from hmkeras.analysis import boundary_metrics
+from hmkeras.cells import sparse_update
 from hmkeras.data.pipeline import EvaluationChunks
 from hmkeras.data.pipeline import TruncatedBPTTBatches
 
@@ -109,6 +110,9 @@ class EvaluationResult:
             batch 1).
         losses: The `(num_targets,)` per-target losses in bits, aligned with
             `ids[1:]` (batch 1 only, with `return_losses=True`).
+        update_statistics: With `sparse_updates=True`, the executed and
+            skipped layer updates and the skipped fraction
+            (`hmkeras.cells.sparse_update.update_statistics`), else None.
     """
 
     bpc: float
@@ -119,6 +123,7 @@ class EvaluationResult:
     boundaries: np.ndarray = dataclasses.field(default=None, repr=False)
     num_symbols: int = None
     losses: np.ndarray = dataclasses.field(default=None, repr=False)
+    update_statistics: dict = None
 
     def as_dict(self):
         """JSON-able figures (without the boundaries and losses arrays)."""
@@ -204,6 +209,7 @@ def evaluate_char_model(
     keep_boundaries=False,
     return_losses=False,
     verbose=1,
+    sparse_updates=False,
 ):
     """BPC (and boundary figures) of a model over a whole id stream.
 
@@ -226,10 +232,35 @@ def evaluate_char_model(
         return_losses: Whether to keep the per-target losses (bits) in
             `result.losses`, aligned with `ids[1:]`; batch 1 only.
         verbose: 1 shows a `keras.utils.Progbar`.
+        sparse_updates: Hierarchical cells only: a layer that COPYs in every
+            row skips its update (`hmkeras.cells.sparse_update`; at batch 1
+            every COPY), with the dense path's results; the counts go to
+            `result.update_statistics`.
 
     Returns:
         An `EvaluationResult`.
     """
+    if sparse_updates and not language_model.is_hierarchical:
+        raise ValueError(
+            "`sparse_updates=True` needs a hierarchical cell (hmlstm, hmrnn). "
+            f"Received: cell={language_model.config.cell!r}"
+        )
+    if not sparse_updates:
+        return _evaluate(language_model, ids, seq_len, batch_size, reference,
+                         tolerance, keep_boundaries, return_losses, verbose)
+    network = language_model.network
+    # The flag is read when the scorer is traced, inside the block.
+    with sparse_update.sparse_updates(network):
+        sparse_update.reset_statistics(network)
+        result = _evaluate(language_model, ids, seq_len, batch_size, reference,
+                           tolerance, keep_boundaries, return_losses, verbose)
+    result.update_statistics = sparse_update.update_statistics(network)
+    return result
+
+
+def _evaluate(language_model, ids, seq_len, batch_size, reference, tolerance,
+              keep_boundaries, return_losses, verbose):
+    """`evaluate_char_model` (dense or sparse, as the cells are set)."""
     ids = np.asarray(ids)
     if reference is not None and batch_size != 1:
         raise ValueError("`reference` boundary scores need batch_size=1.")

@@ -52,8 +52,10 @@ import numpy as np
 import tensorflow as tf
 
 from hmkeras.cells import argument_checks
+from hmkeras.cells import sparse_update
 from hmkeras.cells import straight_through
 from hmkeras.cells.independent_initializers import independent_draw
+from hmkeras.cells.sequence_layer import apply_to_steps
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 
 BOUNDARY_MODES = ("step", "sample", "soft")
@@ -185,6 +187,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        sparse_updates=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -207,6 +210,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         )
         self.top_down = argument_checks.check_bool("top_down", top_down)
         self.boundary_bias = argument_checks.check_float("boundary_bias", boundary_bias)
+        self.sparse_updates = sparse_update.check_sparse_updates(
+            sparse_updates, self.boundary_mode
+        )
+        self._sparse_counter = sparse_update.UpdateCounter(self.num_layers)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.boundary_initializer = keras.initializers.get(boundary_initializer)
@@ -435,7 +442,43 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             return "float32"
         return self.compute_dtype
 
-    def _mixed_products(self, index, below, recurrent, above, coefficients, constants):
+    def bottom_up_product(self, inputs, constants):
+        """The bottom layer's bottom-up term `W_1 x` (Chung Eq. 7).
+
+        With layer normalization it is the normalized product
+        `LN(W_1 x)` without its bias `beta` (Ba et al. Eq. 20-21; the
+        biases are added in `_mixed_products`).  The bottom layer's
+        bottom-up product is never gated (`z^0_t = 1`), so it only depends
+        on the input: a sequence layer computes it for all steps at once
+        (`project_sequence`) and hands it to the step as
+        `constants[PROJECTED_INPUT]`.
+
+        Args:
+            inputs: `(rows, input_size)`, the (dropped-out) inputs.
+            constants: the cell's per-sequence constants.
+        """
+        if not self.layer_norm:
+            return tf.matmul(inputs, self._layer_params[0]["kernel"])  # Chung Eq. (7)
+        return self._normalized_product(
+            inputs, None, constants["normalized_grams"][0][0],
+            constants["normalized_kernels"][0][0],
+        )
+
+    def _normalized_product(self, x, factor, gram, kernel):
+        """`factor * (LN(x M) - beta)` from `G` and `M_c * gain` (Ba Eq. 20-21).
+
+        See `build_sequence_constants`; `factor` is `(batch, 1)` or `None`.
+        """
+        statistics = self._statistics_dtype
+        x_stat = tf.cast(x, statistics)
+        variance = tf.reduce_sum(tf.matmul(x_stat, gram) * x_stat, axis=-1, keepdims=True)
+        scale = tf.math.rsqrt(tf.maximum(variance, 0.0) + _LAYER_NORM_EPSILON)
+        if factor is not None:
+            scale = scale * tf.cast(factor, statistics)
+        return tf.matmul(x, kernel) * tf.cast(scale, self.compute_dtype)
+
+    def _mixed_products(self, index, below, recurrent, above, coefficients, constants,
+                        boundary_only=False):
         """`a W h^{l-1}_t + b U h^l_{t-1} + c V h^{l+1}_{t-1}` (Chung Eq. 5-7).
 
         Args:
@@ -445,7 +488,13 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 top-down kernel).
             coefficients: `(a, b, c)`, per-row factors of shape `(batch, 1)`
                 of the three products, `None` standing for 1.
-            constants: the cell's per-sequence constants.
+            constants: the cell's per-sequence constants; for the bottom
+                layer, `constants[PROJECTED_INPUT]`, when present, is its
+                precomputed bottom-up term (`bottom_up_product`).
+            boundary_only: compute only the last column, the boundary
+                detector's (what a COPYing layer needs under
+                `sparse_updates`); a coefficient may then be the Python
+                number 0, which drops its product.
 
         Without layer normalization, in cells that stack `[U; V]`
         (`_stack_recurrent_products`), the factors scale the inputs (each is
@@ -457,30 +506,43 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         normalized products; statistics in float32 under mixed precision.
 
         Returns:
-            The sum, `(batch, columns)`, without the bias.
+            The sum, `(batch, columns)` (or `(batch, 1)`), without the bias.
         """
         params = self._layer_params[index]
         has_top_down = "top_down_kernel" in params
         a, b, c = coefficients
+        # The columns used: all, or the boundary column alone (no slicing
+        # op on the dense path).
+        pick = (lambda m: m[:, -1:]) if boundary_only else (lambda m: m)
+        projected = constants.get(PROJECTED_INPUT) if index == 0 else None
+        if projected is not None:
+            projected = pick(projected)
         if not self.layer_norm and "recurrent_top_down_kernels" in constants:
-            if a is not None:
-                below = a * below
             if b is not None:
                 recurrent = b * recurrent
             past = recurrent
             if has_top_down:
                 past = tf.concat([recurrent, above if c is None else c * above], axis=-1)
-            return (
-                tf.matmul(below, params["kernel"])  # Chung Eq. (7)
-                + tf.matmul(past, constants["recurrent_top_down_kernels"][index])  # Eq. (5)-(6)
+            if projected is None and _is_zero(a):
+                projected = 0.0
+            elif projected is None:
+                if a is not None:
+                    below = a * below
+                projected = tf.matmul(below, pick(params["kernel"]))  # Chung Eq. (7)
+            return projected + tf.matmul(  # Eq. (5)-(6)
+                past, pick(constants["recurrent_top_down_kernels"][index])
             )
         if not self.layer_norm:  # three products, the factors scale their outputs
-            total = None
-            products = [(below, "kernel", a), (recurrent, "recurrent_kernel", b)]
+            total = projected
+            products = [(recurrent, "recurrent_kernel", b)]
+            if projected is None:
+                products.insert(0, (below, "kernel", a))
             if has_top_down:
                 products.append((above, "top_down_kernel", c))
             for x, name, factor in products:
-                term = tf.matmul(x, params[name])  # Chung Eq. (7), (5), (6)
+                if _is_zero(factor):
+                    continue
+                term = tf.matmul(x, pick(params[name]))  # Chung Eq. (7), (5), (6)
                 if factor is not None:
                     term = factor * term
                 total = term if total is None else total + term
@@ -491,25 +553,26 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         if has_top_down:
             inputs.append(above)  # Chung Eq. (6)
             factors.append(c)
-        statistics = self._statistics_dtype
         total = None
         for k, (x, factor) in enumerate(zip(inputs, factors)):
-            x_stat = tf.cast(x, statistics)
-            variance = tf.reduce_sum(
-                tf.matmul(x_stat, constants["normalized_grams"][index][k]) * x_stat,
-                axis=-1, keepdims=True,
-            )
-            scale = tf.math.rsqrt(tf.maximum(variance, 0.0) + _LAYER_NORM_EPSILON)
-            if factor is not None:
-                scale = scale * tf.cast(factor, statistics)
-            term = tf.matmul(x, constants["normalized_kernels"][index][k]) * tf.cast(
-                scale, self.compute_dtype
+            if k == 0 and projected is not None:  # the bottom layer's W x, precomputed
+                total = projected
+                continue
+            if _is_zero(factor):
+                continue
+            term = self._normalized_product(
+                x, factor, constants["normalized_grams"][index][k],
+                pick(constants["normalized_kernels"][index][k]),
             )
             total = term if total is None else total + term
         # The gated sum of the products' biases: one (batch, P) x (P, C) matmul.
-        betas = constants["normalized_betas"][index]
+        betas = pick(constants["normalized_betas"][index])
         if all(f is None for f in factors):
             return total + tf.reduce_sum(betas, axis=0)
+        if any(_is_zero(f) for f in factors):  # COPY: Python factors
+            return total + sum(
+                betas[k] for k, f in enumerate(factors) if not _is_zero(f)
+            )
         ones = tf.ones_like(next(f for f in factors if f is not None))
         weights = tf.concat([ones if f is None else f for f in factors], axis=-1)
         return total + tf.matmul(tf.cast(weights, self.compute_dtype), betas)
@@ -526,6 +589,15 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     # ------------------------------------------------------------------
     def _build_layer(self, index, input_size, units, above_units):
         raise NotImplementedError
+
+    def _product_coefficients(self, z_below, z_previous, ops):
+        """The factors `(a, b, c)` of the layer's products (`_mixed_products`)."""
+        raise NotImplementedError
+
+    # The factors `(a, b, c)` of a layer below the top during a COPY, as
+    # Python numbers: 0 drops the product (it adds exact zeros on the dense
+    # path), `None` stands for 1.
+    _copy_coefficients = None
 
     def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
         """One layer at one step.
@@ -571,19 +643,73 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
-        per_layer = 1 + self._extra_states_per_layer
-        z_previous = tf.split(states[-1], self.num_layers - 1, axis=-1)
-        slope = tf.convert_to_tensor(self.slope)
         input_mask = self.input_dropout_mask(inputs, training)
         if input_mask is not None:
             inputs = inputs * input_mask
-        recurrent_masks = self.recurrent_dropout_mask(inputs, training)
+        return self._step(inputs, None, states, training)
+
+    def project_sequence(self, sequences, training=False):
+        """The bottom layer's bottom-up term for all steps, one matmul.
+
+        Used by the sequence layers (`HMLSTM`, `HMRNN`) before their time
+        loop; the loop then calls `call_projected` with one step of it.
+        Applies the input dropout mask of the open sequence.
+
+        Args:
+            sequences: `(batch, time, input_size)` floating-point inputs.
+            training: Whether input dropout is applied.
+
+        Returns:
+            `(batch, time, columns_1)`: `bottom_up_product` of every step.
+        """
+        first = sequences[:, 0, :]
+        input_mask = self.input_dropout_mask(first, training)
+        if input_mask is not None:
+            sequences = sequences * input_mask[:, None, :]
+        constants = self.sequence_constants(first)
+        return apply_to_steps(
+            lambda inputs: self.bottom_up_product(inputs, constants), sequences
+        )
+
+    def call_projected(self, projected, states, training=False):
+        """One step from its precomputed bottom-up term (`project_sequence`).
+
+        Computes what `call` computes for the step input whose term it is.
+        """
+        return self._step(None, projected, states, training)
+
+    def _step(self, inputs, projected, states, training):
+        """The step of `call` (`projected is None`) or `call_projected`."""
+        per_layer = 1 + self._extra_states_per_layer
+        z_previous = tf.split(states[-1], self.num_layers - 1, axis=-1)
+        slope = tf.convert_to_tensor(self.slope)
+        reference = inputs if projected is None else projected
+        recurrent_masks = self.recurrent_dropout_mask(reference, training)
         previous_h = [states[index * per_layer] for index in range(self.num_layers)]
         if recurrent_masks is not None:
             previous_h = [h * mask for h, mask in zip(previous_h, recurrent_masks)]
 
-        constants = self.sequence_constants(inputs)
+        constants = self.sequence_constants(reference)
+        if projected is not None:
+            constants = {**constants, PROJECTED_INPUT: projected}
+        sparse = self.sparse_updates and not training
+        counter = self._sparse_counter
+        if sparse and not counter.in_sequence_layer:
+            # Under keras.layers.RNN: do not count its shape-probing step.
+            sequence = self._vd_slot.sequence if self.in_sequence else None
+            counter.paused = not sparse_update.in_loop_step(
+                None if sequence is None else sequence.graph
+            )
+        try:
+            return self._unroll_layers(inputs, states, training, sparse, per_layer,
+                                       z_previous, slope, previous_h, constants)
+        finally:
+            if sparse and not counter.in_sequence_layer:
+                counter.paused = False
 
+    def _unroll_layers(self, inputs, states, training, sparse, per_layer, z_previous,
+                       slope, previous_h, constants):
+        """The layers of one step, bottom first (see `_step`)."""
         below, z_below = inputs, None
         new_states, hiddens, boundaries = [], [], []
         for index in range(self.num_layers):
@@ -592,10 +718,12 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             above = None if is_top else previous_h[index + 1]
             z_prev = None if is_top else z_previous[index]
             ops = layer_operations(z_prev, z_below)
-            state, preactivation = self._layer_step(
-                index, below, z_below, state, previous_h[index], above, z_prev,
-                ops, constants,
-            )
+            arguments = (index, below, z_below, state, previous_h[index], above,
+                         z_prev, ops, constants)
+            if sparse:
+                state, preactivation = self._sparse_layer_step(*arguments)
+            else:
+                state, preactivation = self._layer_step(*arguments)
             new_states.extend(state)
             hiddens.append(state[0])
             below = state[0]
@@ -606,6 +734,52 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         new_states.append(z)
         output = tf.concat(hiddens + [z], axis=-1)
         return output, new_states
+
+    def _sparse_layer_step(self, index, below, z_below, state, recurrent, above,
+                           z_previous, ops, constants):
+        """`_layer_step`, skipped when every row of the batch COPYs.
+
+        A COPY keeps the layer's state bit for bit (Chung Eq. 2-3), so the
+        skipped branch returns the state unchanged and computes only what
+        the step still needs: the boundary detector's pre-activation (its
+        one column of the products that a COPY keeps, `_copy_coefficients`), none
+        at all for the top layer.  The bottom layer never COPYs.  Every
+        executed and skipped update is counted (`sparse_update`).
+        """
+        counter = self._sparse_counter
+        if ops.copy is None:  # the bottom layer
+            with tf.control_dependencies([counter.count(index, skipped=False)]):
+                return self._layer_step(index, below, z_below, state, recurrent,
+                                        above, z_previous, ops, constants)
+        has_boundary = z_previous is not None
+
+        def dense():
+            with tf.control_dependencies([counter.count(index, skipped=False)]):
+                new_state, preactivation = self._layer_step(
+                    index, below, z_below, state, recurrent, above, z_previous,
+                    ops, constants,
+                )
+                new_state = [tf.identity(s) for s in new_state]
+                if has_boundary:
+                    return new_state, tf.identity(preactivation)
+                return new_state
+
+        def skipped():
+            with tf.control_dependencies([counter.count(index, skipped=True)]):
+                kept = [tf.identity(s) for s in state]
+                if not has_boundary:
+                    return kept
+                preactivation = self._mixed_products(
+                    index, below, recurrent, above, self._copy_coefficients,
+                    constants, boundary_only=True,
+                ) + self._layer_params[index]["bias"][-1:]
+                return kept, preactivation
+
+        every_row_copies = tf.reduce_all(tf.equal(ops.copy, 1.0))
+        result = tf.cond(every_row_copies, skipped, dense)
+        if has_boundary:
+            return list(result[0]), result[1]
+        return list(result), None
 
     def get_initial_state(self, batch_size=None):
         """Zero states; `z_0 = 0`, so no layer FLUSHes at the first step."""
@@ -688,12 +862,16 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             ),
             "bias_constraint": keras.constraints.serialize(self.bias_constraint),
             **self.variational_dropout_config(),
+            "sparse_updates": self.sparse_updates,
         }
         base = super().get_config()
         return {**base, **config}
 
 
 _LAYER_NORM_EPSILON = 1e-5
+# Key of `constants` under which a sequence layer hands the bottom layer's
+# precomputed bottom-up term of the current step to `_mixed_products`.
+PROJECTED_INPUT = "projected_input"
 # (kernel, normalization) of a layer's products, in the order of the
 # coefficients of `_mixed_products`.
 _NORMALIZED_PRODUCTS = (
@@ -701,6 +879,11 @@ _NORMALIZED_PRODUCTS = (
     ("recurrent_kernel", "norm_recurrent"),
     ("top_down_kernel", "norm_top_down"),
 )
+
+
+def _is_zero(factor):
+    """Whether a product's factor is the Python number 0 (product dropped)."""
+    return isinstance(factor, (int, float)) and factor == 0
 
 
 def _layer_normalize(x, gain, bias, epsilon=_LAYER_NORM_EPSILON):

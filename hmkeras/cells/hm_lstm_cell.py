@@ -96,6 +96,13 @@ class HMLSTMCell(HierarchicalCell):
             is a draw of its own), of the dropout masks and of the Bernoulli
             boundary samples (`"sample"` mode). Without it the initial
             weights follow `keras.utils.set_random_seed`.
+        sparse_updates: Inference option (default `False`): a layer whose
+            operation is COPY in every row of the batch (at batch 1: every
+            COPY) skips its update, a `tf.cond` around it, and computes
+            only its boundary detector's column. The outputs equal the
+            dense path's; `hmkeras.cells.sparse_update` counts the skipped
+            updates. Ignored while training; refused with
+            `boundary_mode="soft"`, whose COPY is not exact.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -124,6 +131,8 @@ class HMLSTMCell(HierarchicalCell):
     """
 
     _extra_states_per_layer = 1  # the cell state c^l
+    # COPY (z^{l-1}_t = 0, z^l_{t-1} = 0): only U h^l_{t-1} remains (Eq. 5).
+    _copy_coefficients = (0.0, None, 0.0)
     _columns_per_unit = 4  # f, i, o, g
 
     def __init__(
@@ -152,6 +161,7 @@ class HMLSTMCell(HierarchicalCell):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        sparse_updates=False,
         **kwargs,
     ):
         super().__init__(
@@ -176,6 +186,7 @@ class HMLSTMCell(HierarchicalCell):
             dropout=dropout,
             recurrent_dropout=recurrent_dropout,
             seed=seed,
+            sparse_updates=sparse_updates,
             **kwargs,
         )
         self.copy_last = argument_checks.check_bool("copy_last", copy_last)
@@ -198,14 +209,19 @@ class HMLSTMCell(HierarchicalCell):
             params["norm_cell"] = self._add_layer_norm(f"norm_cell_{index + 1}", units)
         self._layer_params.append(params)
 
+    def _product_coefficients(self, z_below, z_previous, ops):
+        # Chung Eq. (4)-(7): z^{l-1}_t gates the bottom-up product, z^l_{t-1}
+        # the top-down one.
+        del ops
+        return (z_below, None, z_previous)
+
     def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
         params = self._layer_params[index]
         units = self.units[index]
         h_previous, c_previous = state
-        # Chung Eq. (4)-(7): z^{l-1}_t gates the bottom-up product, z^l_{t-1}
-        # the top-down one.
         s = self._mixed_products(
-            index, below, recurrent, above, (z_below, None, z_previous), constants
+            index, below, recurrent, above,
+            self._product_coefficients(z_below, z_previous, ops), constants,
         ) + params["bias"]
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
         # One split (not three slices) keeps the backward pass to one concat.

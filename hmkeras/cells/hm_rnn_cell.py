@@ -69,6 +69,8 @@ class HMRNNCell(HierarchicalCell):
             enters the recurrent and top-down products, in [0, 1).
         seed: Seed of the initial weights, the dropout masks and the
             Bernoulli boundary samples (see `HMLSTMCell`).
+        sparse_updates: Skip the update of a layer that COPYs in every row
+            at inference (see `HMLSTMCell`).
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -91,6 +93,8 @@ class HMRNNCell(HierarchicalCell):
     """
 
     _extra_states_per_layer = 0
+    # COPY (u_m = 0): W h^{l-1}_t + V h^{l+1}_{t-1}, the FLUSH mixture (Eq. 15).
+    _copy_coefficients = (None, 0.0, None)
     _columns_per_unit = 1
     _stack_recurrent_products = False
 
@@ -118,6 +122,7 @@ class HMRNNCell(HierarchicalCell):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        sparse_updates=False,
         **kwargs,
     ):
         super().__init__(
@@ -142,6 +147,7 @@ class HMRNNCell(HierarchicalCell):
             dropout=dropout,
             recurrent_dropout=recurrent_dropout,
             seed=seed,
+            sparse_updates=sparse_updates,
             **kwargs,
         )
 
@@ -150,16 +156,19 @@ class HMRNNCell(HierarchicalCell):
         params["bias"] = self._add_bias(index, units, above_units is not None)
         self._layer_params.append(params)
 
+    def _product_coefficients(self, z_below, z_previous, ops):
+        del z_below
+        if z_previous is None:
+            return (None, None, None)  # Eq. (14): the top layer never FLUSHes
+        # Eq. (13)/(15): u_m U h^l_{t-1} + (1 - u_m) V h^{l+1}_{t-1}
+        return (None, ops.update, 1.0 - ops.update)
+
     def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
         units = self.units[index]
         (h_previous,) = state
-        if z_previous is None:
-            coefficients = (None, None, None)  # Eq. (14): the top layer never FLUSHes
-        else:
-            # Eq. (13)/(15): u_m U h^l_{t-1} + (1 - u_m) V h^{l+1}_{t-1}
-            coefficients = (None, ops.update, 1.0 - ops.update)
         s = self._mixed_products(
-            index, below, recurrent, above, coefficients, constants
+            index, below, recurrent, above,
+            self._product_coefficients(z_below, z_previous, ops), constants,
         ) + self._layer_params[index]["bias"]
         h = blend_copy(ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
         boundary = s[:, units:] if z_previous is not None else None

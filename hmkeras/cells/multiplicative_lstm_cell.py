@@ -11,6 +11,7 @@ import tensorflow as tf
 from hmkeras.cells import argument_checks
 from hmkeras.cells import weight_normalization
 from hmkeras.cells.independent_initializers import independent_draw
+from hmkeras.cells.sequence_layer import apply_to_steps
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 
 # Gate blocks of `multiplicative_kernel` / the gate columns of `kernel` and of
@@ -323,19 +324,41 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
-        h_tm1, c_tm1 = states[0], states[1]
-        units, m_units = self.units, self.multiplicative_units
         weights = self.sequence_constants(inputs)
-
         input_mask = self.input_dropout_mask(inputs, training)
         if input_mask is not None:
             inputs = inputs * input_mask
-
         # Every projection of x_t in one matmul: [W_mx x | W_ix x, W_fx x,
-        # W_ox x, W_hx x]. Splits (not slices): their gradient is one concat.
-        x_m, x_gates = tf.split(
-            ops.matmul(inputs, weights["kernel"]), [m_units, 4 * units], axis=-1
-        )
+        # W_ox x, W_hx x].
+        return self._step(ops.matmul(inputs, weights["kernel"]), states, weights,
+                          training)
+
+    def project_sequence(self, sequences, training=False):
+        """`[W_mx x_t | W_ix x_t, W_fx x_t, W_ox x_t, W_hx x_t]` for all steps.
+
+        One matmul over the whole `(batch, time, input_dim)` sequence, with
+        the open sequence's input dropout mask and (weight-normalized)
+        kernel; the `MultiplicativeLSTM` layer's time loop then calls
+        `call_projected` with one step of it.
+        """
+        first = sequences[:, 0, :]
+        weights = self.sequence_constants(first)
+        input_mask = self.input_dropout_mask(first, training)
+        if input_mask is not None:
+            sequences = sequences * input_mask[:, None, :]
+        return apply_to_steps(lambda x: ops.matmul(x, weights["kernel"]), sequences)
+
+    def call_projected(self, projected, states, training=False):
+        """One step from its input projections (`project_sequence`)."""
+        return self._step(projected, states, self.sequence_constants(projected),
+                          training)
+
+    def _step(self, projected, states, weights, training):
+        """The step from the input projections of `x_t` (Eq. 15-21)."""
+        h_tm1, c_tm1 = states[0], states[1]
+        units, m_units = self.units, self.multiplicative_units
+        # Splits (not slices): their gradient is one concat.
+        x_m, x_gates = tf.split(projected, [m_units, 4 * units], axis=-1)
         # Eq. (17): m_t = (W_mx x_t) * (W_mh h_{t-1}).
         m = x_m * ops.matmul(h_tm1, weights["recurrent_kernel"])
         # Eq. (18)-(21), pre-activations: W_*x x_t + W_*m m_t (+ b).
@@ -349,7 +372,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         h = self.activation(c) * o  # Eq. (16)
 
         # Variational dropout on h_t: the dropped h_t is output and recurs.
-        hidden_mask = self.recurrent_dropout_mask(inputs, training)
+        hidden_mask = self.recurrent_dropout_mask(projected, training)
         if hidden_mask is not None:
             h = h * hidden_mask
         return h, [h, c]

@@ -2,17 +2,27 @@
 
 `CharLanguageModel` builds the network of Chung et al. (2017, Section 4.1):
 
-    tokens -> Embedding -> RNN(cell) -> output module -> Dense(vocab) logits
+    tokens -> Embedding -> recurrent layer -> output module -> Dense(vocab) logits
 
 with the cell chosen by name (`CELLS`):
 
 * `"hmlstm"`: `hmkeras.HMLSTMCell` (Chung et al. Eq. 1-9),
 * `"hmrnn"`: `hmkeras.HMRNNCell` (Kadar et al. Eq. 9, Appendix B),
-* `"lstm"`: a stack of Keras `LSTMCell`s of the same sizes, one
-  `keras.layers.RNN` per layer so that the output module sees every layer,
+* `"lstm"`: a stack of Keras `LSTMCell`s of the same sizes, one recurrent
+  layer (`keras.layers.LSTM`) per layer so that the output module sees
+  every layer,
 * `"mlstm"`: `hmkeras.MultiplicativeLSTMCell` (Krause et al. Eq. 17-21),
 
-and the output module chosen by name (`OUTPUTS`): `"gated"`
+The recurrent layer is the cell's sequence layer (`hmkeras.HMLSTM`,
+`hmkeras.HMRNN`, `hmkeras.MultiplicativeLSTM`, `keras.layers.LSTM`), which
+computes the bottom layer's input projection of all steps before the time
+loop, or, with `sequence_layer=False`, `keras.layers.RNN(cell)`: the same
+numbers up to rounding, but Keras' weight files name the layers by class,
+so a model saves and loads the weights of its own kind only.  Configurations
+saved before the option existed read as `sequence_layer=False` (what they
+were built with), so their checkpoints keep loading.
+
+The output module is chosen by name (`OUTPUTS`): `"gated"`
 (`GatedOutputEmbedding`, Chung et al. Eq. 11-12), `"simple"`
 (`SimpleOutputEmbedding`, Kadar et al.'s SimplerOut) or `"none"` (the
 softmax reads the RNN output directly, as in Krause et al.).
@@ -45,24 +55,67 @@ True
 """
 
 import dataclasses
-import inspect
 import json
+import os
 
 import keras
 import numpy as np
 
 from hmkeras.cells import argument_checks
+from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
+from hmkeras.cells.hm_rnn import HMRNN
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
+from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
+from hmkeras.models.config_signature import keyword_signature
 from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
 
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
+
+
+def check_recurrent_fields(config, positive=("units", "num_layers")):
+    """Checks and normalizes, in place, the fields of the recurrent part
+    that `CharLanguageModelConfig` and the configurations built like it
+    share (`HandwritingModelConfig`): cell, sizes, boundary options,
+    regularization, seed. `positive` names the fields that must be
+    positive integers."""
+    checks = argument_checks
+    config.cell = checks.check_choice("cell", config.cell, CELLS)
+    config.output = checks.check_choice("output", config.output, OUTPUTS)
+    config.boundary_mode = checks.check_choice(
+        "boundary_mode", config.boundary_mode, BOUNDARY_MODES
+    )
+    for name in positive:
+        setattr(config, name, checks.check_positive_int(name, getattr(config, name)))
+    for name in ("output_units", "multiplicative_units"):
+        setattr(config, name, checks.check_int(name, getattr(config, name), minimum=0))
+    for name in ("layer_norm", "top_down", "copy_last", "weight_normalization",
+                 "sequence_layer"):
+        setattr(config, name, checks.check_bool(name, getattr(config, name)))
+    config.slope = checks.check_float(
+        "slope", config.slope, minimum=0, exclusive_minimum=True
+    )
+    config.boundary_bias = checks.check_float("boundary_bias", config.boundary_bias)
+    config.l2 = checks.check_float("l2", config.l2, minimum=0)
+    for name in ("dropout", "recurrent_dropout"):
+        setattr(config, name, checks.check_rate(name, getattr(config, name)))
+    config.seed = checks.check_int("seed", config.seed, allow_none=True)
+    if config.cell in HIERARCHICAL_CELLS and config.num_layers < 2:
+        raise ValueError(
+            f"`num_layers` must be >= 2 for cell={config.cell!r}. "
+            f"Received: num_layers={config.num_layers}"
+        )
+    if config.output != "none" and config.output_units < 1:
+        raise ValueError(
+            "`output_units` must be a positive integer when output is "
+            f"{config.output!r}. Received: output_units={config.output_units!r}"
+        )
 
 
 @dataclasses.dataclass
@@ -92,6 +145,12 @@ class CharLanguageModelConfig:
         multiplicative_units: Size of the mLSTM's `m_t` (0: `units`).
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initializers (None: random).
+        sequence_layer: Build the cell's sequence layer (`HMLSTM`, `HMRNN`,
+            `MultiplicativeLSTM`, `keras.layers.LSTM`; faster) rather than
+            `keras.layers.RNN(cell)`. Same numbers up to rounding; the
+            weight files of the two kinds differ (Keras names layers by
+            class). `from_json` of a configuration without this field
+            (saved before it existed, built with `RNN(cell)`) gives False.
 
     Every field is checked when the configuration is made (a `ValueError`
     naming the field); NumPy scalars are accepted and stored as Python
@@ -119,44 +178,19 @@ class CharLanguageModelConfig:
     multiplicative_units: int = 0
     l2: float = 0.0
     seed: int = None
+    sequence_layer: bool = True
 
     def __post_init__(self):
         # Every field is checked and stored as a Python value (NumPy
         # scalars become int / float / bool), so the configuration stays
         # JSON-able.
         checks = argument_checks
-        self.cell = checks.check_choice("cell", self.cell, CELLS)
-        self.output = checks.check_choice("output", self.output, OUTPUTS)
-        self.boundary_mode = checks.check_choice(
-            "boundary_mode", self.boundary_mode, BOUNDARY_MODES
+        check_recurrent_fields(
+            self, positive=("vocab_size", "units", "num_layers", "embedding_dim")
         )
-        for name in ("vocab_size", "units", "num_layers", "embedding_dim"):
-            setattr(self, name, checks.check_positive_int(name, getattr(self, name)))
-        for name in ("output_units", "multiplicative_units"):
-            setattr(self, name, checks.check_int(name, getattr(self, name), minimum=0))
-        for name in ("layer_norm", "top_down", "copy_last", "weight_normalization"):
-            setattr(self, name, checks.check_bool(name, getattr(self, name)))
-        self.slope = checks.check_float(
-            "slope", self.slope, minimum=0, exclusive_minimum=True
-        )
-        self.boundary_bias = checks.check_float("boundary_bias", self.boundary_bias)
         self.boundary_rate_weight = checks.check_float(
             "boundary_rate_weight", self.boundary_rate_weight, minimum=0
         )
-        self.l2 = checks.check_float("l2", self.l2, minimum=0)
-        for name in ("dropout", "recurrent_dropout"):
-            setattr(self, name, checks.check_rate(name, getattr(self, name)))
-        self.seed = checks.check_int("seed", self.seed, allow_none=True)
-        if self.cell in HIERARCHICAL_CELLS and self.num_layers < 2:
-            raise ValueError(
-                f"`num_layers` must be >= 2 for cell={self.cell!r}. "
-                f"Received: num_layers={self.num_layers}"
-            )
-        if self.output != "none" and self.output_units < 1:
-            raise ValueError(
-                "`output_units` must be a positive integer when output is "
-                f"{self.output!r}. Received: output_units={self.output_units!r}"
-            )
         if self.boundary_rate_targets is not None:
             if self.cell not in HIERARCHICAL_CELLS:
                 raise ValueError(
@@ -185,7 +219,48 @@ class CharLanguageModelConfig:
 
     @classmethod
     def from_json(cls, text):
-        return cls(**json.loads(text))
+        return cls(**with_legacy_layers(json.loads(text)))
+
+
+def with_legacy_layers(fields):
+    """`fields` (a saved configuration) with `sequence_layer=False` when absent.
+
+    Configurations written before the field existed describe models built
+    with `keras.layers.RNN(cell)`, whose weight files only such a model
+    loads.
+    """
+    return {"sequence_layer": False, **fields}
+
+
+def keep_saved_layers(config, run_directory):
+    """`config` with the layer kind of the run saved in `run_directory`.
+
+    A run resumed from `run_directory/checkpoints` must be rebuilt with the
+    layers its weight files were written from: when the directory holds
+    `checkpoints/` and a `model_config.json`, its `sequence_layer` (False
+    when the file predates the field) replaces `config`'s. Any
+    configuration dataclass with a `sequence_layer` field works.
+    """
+    path = os.path.join(run_directory, "model_config.json")
+    if not (os.path.isfile(path) and os.path.isdir(os.path.join(run_directory, "checkpoints"))):
+        return config
+    with open(path) as f:
+        saved = with_legacy_layers(json.load(f))
+    return dataclasses.replace(config, sequence_layer=bool(saved["sequence_layer"]))
+
+
+def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,
+                    cell_name=None, name=None, **kwargs):
+    """One recurrent layer returning its sequence and states.
+
+    `layer_class(*args, **kwargs)` (a sequence layer that owns its cell),
+    or with `sequence_layer=False`
+    `keras.layers.RNN(cell_class(*args, name=cell_name, **kwargs))`.
+    """
+    options = dict(return_sequences=True, return_state=True, name=name)
+    if sequence_layer:
+        return layer_class(*args, **kwargs, **options)
+    return keras.layers.RNN(cell_class(*args, name=cell_name, **kwargs), **options)
 
 
 class CharLanguageModel:
@@ -205,7 +280,8 @@ class CharLanguageModel:
         network: The stateless Keras model (see the module docstring).
         state_sizes: The size of every state tensor, in input order.
         layer_sizes: Per-layer hidden sizes, bottom first.
-        hierarchical_cell: The `HMLSTMCell` / `HMRNNCell`, or None.
+        hierarchical_cell: The `HMLSTMCell` / `HMRNNCell` (the `cell` of the
+            `HMLSTM` / `HMRNN` layer, or of `RNN(cell)`), or None.
     """
 
     def __init__(self, config=None, **kwargs):
@@ -234,9 +310,21 @@ class CharLanguageModel:
         return keras.regularizers.L2(self.config.l2) if self.config.l2 else None
 
     def _recurrent_layers(self):
-        """`(rnn_layers, layer_sizes)`: the RNN layers, bottom first."""
+        """`(rnn_layers, layer_sizes)`: the recurrent layers, bottom first.
+
+        Every layer returns its sequence and states; it is the cell's
+        sequence layer or, with `sequence_layer=False`, `RNN(cell)`
+        (`recurrent_layer`). Their cells are `layer.cell`.
+        """
         c = self.config
         reg = self._regularizer()
+
+        def layer(index, cell_class, layer_class, *args, **kwargs):
+            return recurrent_layer(
+                cell_class, layer_class, *args, sequence_layer=c.sequence_layer,
+                name=f"rnn_{index + 1}", **kwargs,
+            )
+
         if c.cell in HIERARCHICAL_CELLS:
             options = dict(
                 num_layers=c.num_layers, boundary_mode=c.boundary_mode,
@@ -246,61 +334,49 @@ class CharLanguageModel:
                 recurrent_dropout=c.recurrent_dropout, seed=c.seed,
             )
             if c.cell == "hmlstm":
-                cell = HMLSTMCell(c.units, copy_last=c.copy_last, **options)
+                rnn = layer(0, HMLSTMCell, HMLSTM, c.units, copy_last=c.copy_last, **options)
             else:
                 if c.copy_last:
                     raise ValueError(
                         "`copy_last` applies to the HM-LSTM only "
                         "(Kadar et al.'s CopyLast); cell='hmrnn' has no cell state."
                     )
-                cell = HMRNNCell(c.units, **options)
-            self.hierarchical_cell = cell
-            return [cell], list(cell.units)
+                rnn = layer(0, HMRNNCell, HMRNN, c.units, **options)
+            self.hierarchical_cell = rnn.cell
+            return [rnn], list(rnn.cell.units)
         if c.cell == "lstm":
-            cells = [
-                keras.layers.LSTMCell(
-                    c.units, kernel_regularizer=reg, recurrent_regularizer=reg,
+            layers = [
+                layer(
+                    i, keras.layers.LSTMCell, keras.layers.LSTM, c.units,
+                    kernel_regularizer=reg, recurrent_regularizer=reg,
                     dropout=c.dropout, recurrent_dropout=c.recurrent_dropout,
-                    seed=c.seed, name=f"lstm_cell_{i + 1}",
+                    seed=c.seed, cell_name=f"lstm_cell_{i + 1}",
                 )
                 for i in range(c.num_layers)
             ]
-            return cells, [c.units] * c.num_layers
-        cell = MultiplicativeLSTMCell(
-            c.units,
+            return layers, [c.units] * c.num_layers
+        rnn = layer(
+            0, MultiplicativeLSTMCell, MultiplicativeLSTM, c.units,
             multiplicative_units=c.multiplicative_units or None,
             weight_normalization=c.weight_normalization,
             dropout=c.dropout, recurrent_dropout=c.recurrent_dropout,
             kernel_regularizer=reg, recurrent_regularizer=reg, seed=c.seed,
         )
-        return [cell], [c.units]
+        return [rnn], [c.units]
 
     def _build(self):
         c = self.config
         if c.seed is not None:
             keras.utils.set_random_seed(c.seed)
-        cells, self.layer_sizes = self._recurrent_layers()
-        self.state_sizes = []
-        for cell in cells:
-            sizes = cell.state_size
-            self.state_sizes.extend(sizes if isinstance(sizes, (list, tuple)) else [sizes])
+        rnn_layers, self.layer_sizes = self._recurrent_layers()
+        self.state_sizes = state_sizes(rnn_layers)
         tokens = keras.Input((None,), dtype="int32", name="tokens")
         states = [
             keras.Input((size,), name=f"state_{i}")
             for i, size in enumerate(self.state_sizes)
         ]
         x = keras.layers.Embedding(c.vocab_size, c.embedding_dim, name="embedding")(tokens)
-        outputs, new_states, offset = [], [], 0
-        for index, cell in enumerate(cells):
-            count = len(cell.state_size) if isinstance(cell.state_size, (list, tuple)) else 1
-            rnn = keras.layers.RNN(
-                cell, return_sequences=True, return_state=True, name=f"rnn_{index + 1}"
-            )
-            result = rnn(x, initial_state=states[offset : offset + count])
-            offset += count
-            x, layer_states = result[0], list(result[1:])
-            outputs.append(x)
-            new_states.extend(layer_states)
+        outputs, new_states = run_layers(rnn_layers, x, states)
         rnn_outputs = (
             outputs[0] if len(outputs) == 1
             else keras.layers.Concatenate(name="all_layers")(outputs)
@@ -364,25 +440,32 @@ class CharLanguageModel:
         return int(sum(np.prod(w.shape) for w in self.network.trainable_weights))
 
 
-def _signature_from_config():
-    """`(config=None, *, vocab_size=None, cell='hmlstm', ...)`.
+def state_sizes(rnn_layers):
+    """The sizes of the layers' states, in order (flat)."""
+    sizes = []
+    for rnn in rnn_layers:
+        size = rnn.cell.state_size
+        sizes.extend(size if isinstance(size, (list, tuple)) else [size])
+    return sizes
 
-    `CharLanguageModel` takes the configuration's fields as keyword
-    arguments; its signature lists them (one source of truth: the
-    dataclass), so that `help()` and `inspect.signature` show them.
+
+def run_layers(rnn_layers, x, states):
+    """Runs `x` up the layers, each from its slice of the flat `states`.
+
+    Returns:
+        `(outputs, new_states)`: every layer's sequence, and the flat list
+        of their final states.
     """
-    parameters = [
-        inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
-    ]
-    for field in dataclasses.fields(CharLanguageModelConfig):
-        default = field.default if field.default is not dataclasses.MISSING else None
-        parameters.append(
-            inspect.Parameter(
-                field.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                annotation=field.type,
-            )
-        )
-    return inspect.Signature(parameters)
+    outputs, new_states, offset = [], [], 0
+    for rnn in rnn_layers:
+        size = rnn.cell.state_size
+        count = len(size) if isinstance(size, (list, tuple)) else 1
+        x, *layer_states = rnn(x, initial_state=states[offset : offset + count])
+        offset += count
+        outputs.append(x)
+        new_states.extend(layer_states)
+    return outputs, new_states
 
 
-CharLanguageModel.__signature__ = _signature_from_config()
+# The configuration's fields as keyword-only parameters (`help()` lists them).
+CharLanguageModel.__signature__ = keyword_signature(CharLanguageModelConfig)

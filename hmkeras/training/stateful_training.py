@@ -15,6 +15,17 @@ Because the carried state lives in variables it is part of
 `model.weights`: `save_weights` / `hmkeras.training.training_state` checkpoint it
 with the parameters, so a run resumes mid-epoch exactly.
 
+Under a `tf.distribute` strategy with several replicas (data parallelism:
+each replica gets a slice of the global batch) the carried state would
+have to live per replica, in the replica's slice of the rows; the model
+refuses that (a `ValueError` at the first step) and trains with
+`carry_state=False` instead: every window starts from the zero state
+(independent windows, the usual data-parallel language-model setup; no
+state variables, any batch size). The loss is computed the way Keras'
+own `train_step` does under a strategy (each replica's loss divided by
+the number of replicas, the gradients summed), and the logged `loss`,
+`bpc` and `z_rate_l` are the means over the replicas.
+
 Example:
 
 >>> import keras, numpy as np
@@ -50,7 +61,12 @@ class TruncatedBPTTModel(keras.Model):
         language_model: A `CharLanguageModel` (an object with its `network`
             and `state_sizes`).
         batch_size: Positive int (a NumPy integer too), the fixed number of
-            rows of every batch.
+            rows of every batch; None only with `carry_state=False` (then
+            batches of any size are accepted).
+        carry_state: `True` (default): carry the final state of every
+            batch to the next (truncated BPTT over a stream). `False`:
+            every batch starts from the zero state (independent windows;
+            the mode for `tf.distribute` strategies with several replicas).
         **kwargs: Base model keyword arguments, such as `name`.
 
     Call arguments:
@@ -58,7 +74,7 @@ class TruncatedBPTTModel(keras.Model):
             `training` mode the final state is carried to the next call.
     """
 
-    def __init__(self, language_model, batch_size, **kwargs):
+    def __init__(self, language_model, batch_size, carry_state=True, **kwargs):
         if not (
             isinstance(getattr(language_model, "network", None), keras.Model)
             and hasattr(language_model, "state_sizes")
@@ -68,11 +84,14 @@ class TruncatedBPTTModel(keras.Model):
                 "a Keras `network` and its `state_sizes`). "
                 f"Received: language_model={language_model!r}"
             )
-        batch_size = argument_checks.check_positive_int("batch_size", batch_size)
+        carry_state = argument_checks.check_bool("carry_state", carry_state)
+        if batch_size is not None or carry_state:
+            batch_size = argument_checks.check_positive_int("batch_size", batch_size)
         super().__init__(**kwargs)
         self.language_model = language_model
         self.network = language_model.network
         self.batch_size = batch_size
+        self.carry_state = carry_state
         self.bpc_tracker = keras.metrics.Mean(name="bpc")
         self.carried_state = [
             self.add_weight(
@@ -80,7 +99,7 @@ class TruncatedBPTTModel(keras.Model):
                 initializer="zeros", trainable=False,
             )
             for i, size in enumerate(language_model.state_sizes)
-        ]
+        ] if carry_state else []
         self.built = True  # the network is built; the state variables exist
 
     @staticmethod
@@ -93,22 +112,40 @@ class TruncatedBPTTModel(keras.Model):
         for variable in self.carried_state:
             variable.assign(tf.zeros_like(variable))
 
+    def _initial_state(self, tokens):
+        """The carried state, or zeros for the rows of `tokens`."""
+        if self.carry_state:
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            if replicas > 1:
+                raise ValueError(
+                    "TruncatedBPTTModel(carry_state=True) cannot carry the state "
+                    f"across batches split over {replicas} replicas; use "
+                    "carry_state=False under a tf.distribute strategy."
+                )
+            return [v.value for v in self.carried_state]
+        rows = tf.shape(tokens)[0]
+        return [tf.zeros((rows, size)) for size in self.language_model.state_sizes]
+
     def call(self, tokens, training=False):
         logits, _, *state = self.network(
-            [tokens, *[v.value for v in self.carried_state]], training=training
+            [tokens, *self._initial_state(tokens)], training=training
         )
         return logits
 
     def train_step(self, data):
         x, y = data[0], data[1]
         lm = self.language_model
+        # Under a strategy Keras' losses divide each replica's loss by the
+        # number of replicas (the gradients are summed over the replicas).
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
         with tf.GradientTape() as tape:
             logits, rnn_outputs, *state = self.network(
-                [x, *[v.value for v in self.carried_state]], training=True
+                [x, *self._initial_state(x)], training=True
             )
             loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
             if lm.boundary_rate_regularizer is not None:
-                loss = loss + lm.boundary_rate_regularizer(rnn_outputs)
+                penalty = lm.boundary_rate_regularizer(rnn_outputs)
+                loss = loss + tf.cast(penalty, loss.dtype) / replicas
             # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
             # gradients it unscales must come from the scaled loss.
             scaled_loss = self.optimizer.scale_loss(loss)
@@ -128,7 +165,7 @@ class TruncatedBPTTModel(keras.Model):
         # cross entropy in bits per character.
         for metric in self.metrics:
             if metric.name == "loss":
-                metric.update_state(loss)
+                metric.update_state(loss * replicas)
             elif metric.name == "bpc":
                 metric.update_state(cross_entropy / _LN2)
             else:

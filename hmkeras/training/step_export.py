@@ -36,6 +36,8 @@ Example:
 
 import tensorflow as tf
 
+from hmkeras.cells import sparse_update
+
 
 def state_name(index):
     """The name of state tensor `index` in the signatures."""
@@ -95,13 +97,20 @@ class _StepModule(tf.Module):
         self.info = info
 
 
-def export_step_model(language_model, vocabulary, path):
+def export_step_model(language_model, vocabulary, path, sparse_updates=False):
     """Writes the step SavedModel of `language_model` to `path`.
 
     Args:
         language_model: A `hmkeras.models.char_language_model.CharLanguageModel`.
         vocabulary: The `hmkeras.data.CharVocabulary` it was trained with.
         path: Output directory.
+        sparse_updates: Hierarchical cells only: the exported step skips
+            the update of a layer that COPYs in every row (at batch 1,
+            generation: every COPY), with the dense step's results
+            (`hmkeras.cells.sparse_update`). The counts of executed and
+            skipped updates are saved with the model, from zero: the loaded
+            object's `update_counts` (`[executed, skipped]`, one entry per
+            layer).
 
     Returns:
         `path`.
@@ -111,7 +120,24 @@ def export_step_model(language_model, vocabulary, path):
             f"The vocabulary has {len(vocabulary)} symbols but the model "
             f"predicts {language_model.config.vocab_size}."
         )
-    module = _StepModule(language_model, vocabulary)
+    if sparse_updates and not language_model.is_hierarchical:
+        raise ValueError(
+            "`sparse_updates=True` needs a hierarchical cell (hmlstm, hmrnn). "
+            f"Received: cell={language_model.config.cell!r}"
+        )
+    with sparse_update.sparse_updates(language_model.network, enabled=sparse_updates):
+        module = _StepModule(language_model, vocabulary)
+        if sparse_updates:
+            # Saved from zero (this zeroes the model's own counts too).
+            sparse_update.reset_statistics(language_model.network)
+            counter = language_model.hierarchical_cell._sparse_counter
+            module.update_counts = list(counter.variables)
+        _save(module, path)
+    return path
+
+
+def _save(module, path):
+    """Traces the module's functions and writes the SavedModel."""
     tf.saved_model.save(
         module,
         path,
@@ -122,4 +148,3 @@ def export_step_model(language_model, vocabulary, path):
             "info": module.info.get_concrete_function(),
         },
     )
-    return path

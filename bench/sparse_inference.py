@@ -1,0 +1,151 @@
+r"""Batch-1 streaming speed of sparse-update inference against the dense path.
+
+Loads a trained character model from a run directory of
+`examples/ptb_char.py` (its `model_config.json`, `vocabulary.json`,
+`settings.json` and best weights) and streams its test text at batch 1,
+the state carried over the whole text (Kadar et al.'s protocol), through
+two compiled scorers side by side in one process: the dense path and the
+sparse path (`sparse_updates`: a layer whose operation is COPY skips its
+update, see `hmkeras.cells.sparse_update`).  The chunks alternate between
+the two (and which goes first alternates too) so that machine load
+affects both alike; the first chunk of each (tracing) is not timed.
+
+Prints, and writes as JSON (`--json_out`): the characters per second of both
+paths, the speed-up (the median ratio of back-to-back chunk times, and
+the ratio of the total times), the fraction of layer updates skipped
+(per layer, too), and whether both paths gave the same bits per character.
+(The flags' names avoid those of `examples/ptb_char.py`, whose data
+loading this script reuses.)
+
+    python examples/ptb_char.py --preset=quick            # writes runs/quick_hmlstm
+    python bench/sparse_inference.py --run_dir=runs/quick_hmlstm
+
+The ideal speed-up, were the layer updates all the work, would be
+`1 / (1 - skipped fraction)`; the embedding, output module, softmax and
+the per-step control flow are not skipped.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("run_dir", None, "A run directory of examples/ptb_char.py.")
+flags.DEFINE_integer("chunk_len", 100, "Characters per compiled chunk.", lower_bound=1)
+flags.DEFINE_integer("max_chars", 0, "Stream at most this many test characters (0: all).",
+                     lower_bound=0)
+flags.DEFINE_string("json_out", None, "Also write the figures to this JSON file.")
+flags.mark_flag_as_required("run_dir")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+
+
+def load_run(run_dir):
+    """`(language_model, test_ids)` of a run directory."""
+    sys.path.insert(0, os.path.join(_ROOT, "examples"))
+    sys.path.insert(0, _ROOT)
+    import ptb_char  # noqa: E402 (the example's own data loading)
+
+    from hmkeras import data
+    from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.models.char_language_model import CharLanguageModelConfig
+
+    with open(os.path.join(run_dir, "settings.json")) as f:
+        settings = json.load(f)
+    with open(os.path.join(run_dir, "model_config.json")) as f:
+        config = CharLanguageModelConfig.from_json(f.read())
+    vocabulary = data.CharVocabulary.load(os.path.join(run_dir, "vocabulary.json"))
+    model = CharLanguageModel(config)
+    for name in ("best.weights.h5", "model.weights.h5"):
+        path = os.path.join(run_dir, "checkpoints", name)
+        if os.path.exists(path):
+            model.network.load_weights(path)
+            break
+    else:
+        raise FileNotFoundError(f"No weights under {run_dir}/checkpoints.")
+    texts, _, _ = ptb_char.load_texts(settings)
+    return model, vocabulary.encode(texts["test"])
+
+
+def measure(model, ids, seq_len):
+    """Alternating dense and sparse chunk timings; returns the figures."""
+    import numpy as np
+    import tensorflow as tf
+
+    from hmkeras.analysis.evaluation import ChunkScorer
+    from hmkeras.cells import sparse_update
+    from hmkeras.data.pipeline import EvaluationChunks
+
+    if not model.is_hierarchical:
+        raise ValueError("Sparse updates need a hierarchical cell (hmlstm, hmrnn).")
+    network = model.network
+    chunks = list(EvaluationChunks(ids, seq_len=seq_len).dataset(remainder="pad"))
+    states = {name: [tf.constant(s) for s in model.zero_state(1)]
+              for name in ("dense", "sparse")}
+    # The cells' flag is read when a scorer is traced: the dense one is
+    # traced (untimed) outside the block, the sparse one inside it.
+    dense = ChunkScorer(model)
+    dense(*chunks[0], states["dense"])
+    with sparse_update.sparse_updates(network):
+        sparse = ChunkScorer(model)
+        sparse(*chunks[0], states["sparse"])
+        sparse_update.reset_statistics(network)
+        times = {"dense": [], "sparse": []}
+        bits = {"dense": 0.0, "sparse": 0.0}
+        for index, (x, y, w) in enumerate(chunks):
+            order = ("dense", "sparse") if index % 2 == 0 else ("sparse", "dense")
+            for name in order:
+                scorer = dense if name == "dense" else sparse
+                start = time.perf_counter()
+                chunk_bits, _, _, states[name] = scorer(x, y, w, states[name])
+                chunk_bits = float(chunk_bits)  # waits for the result
+                times[name].append(time.perf_counter() - start)
+                bits[name] += chunk_bits
+    stats = sparse_update.update_statistics(network)
+    targets = float(sum(float(np.sum(w)) for _, _, w in chunks))
+    steps = len(chunks) * seq_len
+    ratios = [d / s for d, s in zip(times["dense"], times["sparse"])]
+    return {
+        "chunks": len(chunks),
+        "chunk_len": seq_len,
+        "characters": len(ids),
+        "dense_chars_per_second": steps / sum(times["dense"]),
+        "sparse_chars_per_second": steps / sum(times["sparse"]),
+        "speedup_median_chunk_ratio": statistics.median(ratios),
+        "speedup_total_time": sum(times["dense"]) / sum(times["sparse"]),
+        "skipped_fraction": stats["skipped_fraction"],
+        "per_layer_skipped_fraction": [
+            s / (s + e) if s + e else 0.0
+            for s, e in zip(stats["per_layer_skipped"], stats["per_layer_executed"])
+        ],
+        "ideal_speedup": 1.0 / (1.0 - stats["skipped_fraction"]),
+        "dense_bpc": bits["dense"] / targets,
+        "sparse_bpc": bits["sparse"] / targets,
+        "same_bpc": bits["dense"] == bits["sparse"],
+    }
+
+
+def main(argv):
+    del argv
+    model, ids = load_run(FLAGS.run_dir)
+    if FLAGS.max_chars:
+        ids = ids[: FLAGS.max_chars]
+    figures = measure(model, ids, FLAGS.chunk_len)
+    figures["run_dir"] = FLAGS.run_dir
+    for key, value in figures.items():
+        print(f"{key}: {value}")
+    if FLAGS.json_out:
+        with open(FLAGS.json_out, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+if __name__ == "__main__":
+    app.run(main)

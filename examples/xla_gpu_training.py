@@ -1,0 +1,392 @@
+r"""Character-level language modelling as a compiled program for accelerators.
+
+The model, the corpora, the presets and the flags of `examples/ptb_char.py`
+(`embedding -> RNN(cell) -> output module -> softmax`, Chung et al.
+Sec. 4.1), trained the way accelerators like it:
+
+* the whole train step is compiled with XLA (`--jit_compile`, on by default);
+* `--precision`: `float32`, `mixed_bfloat16` (TPUs, recent GPUs) or
+  `mixed_float16` (GPUs; the optimizer is wrapped in
+  `keras.optimizers.LossScaleOptimizer`). The variables stay float32 in
+  every mode; results.json lists their dtypes;
+* a `tf.data` pipeline that keeps the device fed: the batches of
+  `hmkeras.data.TruncatedBPTTBatches` in their fixed, deterministic order,
+  prefetched (`tf.data.AUTOTUNE`), sharded by data for several workers;
+* `--strategy`: `default` (one device), `mirrored`
+  (`tf.distribute.MirroredStrategy`, every local GPU), `multi_worker`
+  (`tf.distribute.MultiWorkerMirroredStrategy`, the cluster from the
+  `TF_CONFIG` environment variable) or `tpu` (`tf.distribute.TPUStrategy`
+  through `TPUClusterResolver(--tpu)`). Variables are created in the
+  strategy's scope; `--batch_size` is the global batch, split evenly over
+  the replicas. `SlopeAnnealing` assigns the slope (a mirrored variable) for
+  every replica at once; the `z_rate_l` that `BoundaryMonitor` reads are the
+  means over the replicas' batches (TPUs: the first replica's).
+
+Unlike `ptb_char.py`, every window of `--seq_len` characters starts from
+the zero state (`TruncatedBPTTModel(carry_state=False)`): with several
+replicas each would have to carry the state of its own rows; independent
+windows train any strategy alike (and the default strategy gives the same
+losses as the others, which the tests check). Another difference that
+comes from Keras: with several replicas `--clip_norm` clips each replica's
+share of the gradient before the shares are summed. With
+`--strategy=multi_worker` give every worker its own `--output_dir` (each
+writes its checkpoints and results; the chief's are the run's).
+
+Everything goes to `--output_dir` (default `runs/xla_<preset or dataset>_<cell>`):
+`checkpoints/` (resumed automatically at the step where the run stopped:
+weights, optimizer, slope, data position), `settings.json`,
+`model_config.json`, `vocabulary.json` and `results.json` (training
+chars/s measured after the compiling steps, the last batch's BPC and
+the mean loss of the last epoch's batches, the validation BPC on windows of `--seq_len`, the strategy, the
+replicas, the precision and the dtypes of the model's weights).
+
+Examples:
+
+    python examples/xla_gpu_training.py --preset=quick --tiny --output_dir=/tmp/xla
+    python examples/xla_gpu_training.py --preset=ptb --manual_dir=~/data/ptb \
+        --precision=mixed_bfloat16 --strategy=mirrored --batch_size=256
+    TF_CONFIG='{"cluster": ..., "task": ...}' python examples/xla_gpu_training.py \
+        --preset=ptb --manual_dir=~/data/ptb --strategy=multi_worker
+    python examples/xla_gpu_training.py --preset=ptb --strategy=tpu --tpu=local \
+        --precision=mixed_bfloat16 --manual_dir=gs://bucket/ptb
+    # Two logical CPU devices, as the tests run it (without XLA, which
+    # cannot span logical CPU devices):
+    python examples/xla_gpu_training.py --preset=quick --tiny --strategy=mirrored \
+        --cpu_replicas=2 --output_dir=/tmp/xla2
+
+It runs on CPU too (slowly: XLA is a GPU feature). The flags of
+`ptb_char.py` that drive its evaluation and learning-rate schedule
+(`UNUSED_FLAGS`) are refused here.
+"""
+
+import json
+import math
+import os
+import sys
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptb_char  # noqa: E402  (the model and data flags, presets, corpora)
+
+FlagError = ptb_char.FlagError
+FLAGS = flags.FLAGS
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+# Flags of ptb_char.py for its per-epoch validation, learning-rate schedule,
+# test evaluation and plots, which this script does not do.
+UNUSED_FLAGS = ("lr_schedule", "lr_divisor", "max_lr_divisions", "patience",
+                "zrate_chars", "test_batch_size", "excerpt_chars")
+
+flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Compute precision "
+                  "(the variables stay float32); mixed_float16 adds loss scaling.")
+flags.DEFINE_enum("strategy", "default", list(STRATEGIES), "tf.distribute strategy.")
+flags.DEFINE_string("tpu", "", "--strategy=tpu: the TPU's name or address "
+                    "(TPUClusterResolver; '' or 'local' for a TPU VM).")
+flags.DEFINE_bool("jit_compile", True, "Compile the train step with XLA.")
+flags.DEFINE_integer("cpu_replicas", 0, "Split the CPU into this many logical "
+                     "devices and mirror over them (--strategy=mirrored; for tests "
+                     "without accelerators). 0: off.", lower_bound=0)
+flags.DEFINE_integer("timing_warmup", 2, "Steps (compiling) not counted in chars/s.",
+                     lower_bound=0)
+OWN_FLAGS = ("precision", "strategy", "tpu", "jit_compile", "cpu_replicas",
+             "timing_warmup")
+
+
+def resolve_settings(flag_values):
+    """ptb_char.py's settings plus this script's flags, checked before
+    TensorFlow loads (`FlagError` for combinations)."""
+    for name in UNUSED_FLAGS:
+        if flag_values[name].present:
+            raise FlagError(f"--{name} is a flag of ptb_char.py's schedule or "
+                            "evaluation, which this script does not run.")
+    explicit_dir = flag_values["output_dir"].present
+    settings = ptb_char.resolve_settings(flag_values)
+    settings.update({name: flag_values[name].value for name in OWN_FLAGS})
+    settings["preset"] = flag_values.preset
+    if not explicit_dir:
+        settings["output_dir"] = os.path.join(
+            os.path.dirname(settings["output_dir"]),
+            "xla_" + os.path.basename(settings["output_dir"]))
+    strategy = settings["strategy"]
+    if settings["cpu_replicas"] and strategy != "mirrored":
+        raise FlagError("--cpu_replicas goes with --strategy=mirrored. Received: "
+                        f"--strategy={strategy}")
+    if settings["cpu_replicas"] and settings["batch_size"] % settings["cpu_replicas"]:
+        raise FlagError(
+            f"--batch_size={settings['batch_size']} (the global batch) must split evenly "
+            f"over --cpu_replicas={settings['cpu_replicas']}.")
+    if strategy == "multi_worker" and not os.environ.get("TF_CONFIG"):
+        raise FlagError("--strategy=multi_worker reads the cluster from the TF_CONFIG "
+                        "environment variable, which is not set.")
+    if settings["cpu_replicas"] > 1 and settings["jit_compile"]:
+        # XLA compiles each replica's step for the CPU as a whole and then
+        # meets the other logical devices' variables ("Trying to access
+        # resource ... located in device CPU:1 from device CPU:0").
+        if flag_values["jit_compile"].present:
+            raise FlagError("--cpu_replicas > 1 runs without XLA (XLA on the CPU cannot "
+                            "reach the variables of other logical devices): add "
+                            "--nojit_compile.")
+        print("--cpu_replicas: the train step runs without XLA (--nojit_compile).")
+        settings["jit_compile"] = False
+    if settings["tpu"] and strategy != "tpu":
+        raise FlagError(f"--tpu goes with --strategy=tpu. Received: --strategy={strategy}")
+    if strategy == "tpu" and settings["precision"] == "mixed_float16":
+        raise FlagError("TPUs compute in bfloat16: use --precision=mixed_bfloat16 "
+                        "with --strategy=tpu.")
+    return settings
+
+
+# ----------------------------------------------------------------------------
+# Devices and strategies
+# ----------------------------------------------------------------------------
+def make_strategy(s):
+    """The `tf.distribute.Strategy` of --strategy; a missing device is a
+    `FlagError` naming what was looked for."""
+    import tensorflow as tf
+
+    name = s["strategy"]
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        if s["cpu_replicas"]:
+            # Before anything initializes the devices (hence a fresh process).
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * s["cpu_replicas"])
+            devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+            return tf.distribute.MirroredStrategy(devices=devices)
+        if not tf.config.list_physical_devices("GPU"):
+            print("--strategy=mirrored: no GPU found; mirroring over the CPU alone "
+                  "(one replica).")
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=s["tpu"] or None)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise FlagError(f"--strategy=tpu found no TPU (--tpu={s['tpu']!r}): {first}") from None
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def model_config(s, vocab_size):
+    """The `CharLanguageModelConfig` of the settings (fields named as the flags)."""
+    import dataclasses
+
+    from hmkeras.models.char_language_model import CharLanguageModelConfig
+
+    values = {f.name: s[f.name] for f in dataclasses.fields(CharLanguageModelConfig)
+              if f.name in s}
+    values.update(vocab_size=vocab_size, weight_normalization=s["weight_norm"],
+                  boundary_rate_targets=ptb_char._rate_targets(s["boundary_rate_targets"]))
+    return CharLanguageModelConfig(**values)
+
+
+def fed_dataset(batches, start_batch=0):
+    """`batches.dataset(start_batch)` in its fixed order, prefetched, and
+    sharded by data (not by file) when several workers read it."""
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.deterministic = True
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA)
+    return batches.dataset(start_batch).prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+# ----------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------
+def _progress_callback(s, trainer, checkpoint, progress):
+    import keras
+
+    class Progress(keras.callbacks.Callback):
+        """Counts batches, times the steps after the warm-up, checkpoints,
+        stops at --max_steps."""
+
+        def on_train_batch_end(self, batch, logs=None):
+            # Reading a value waits for the device: the clock sees finished steps.
+            progress["last_loss"] = float(logs["loss"])
+            progress["last_bpc"] = float(logs["batch_bpc"])
+            progress["batch"] += 1
+            progress["steps_run"] += 1
+            now = time.perf_counter()
+            if progress["steps_run"] == s["timing_warmup"]:
+                progress["_clock"] = now
+            elif progress["steps_run"] > s["timing_warmup"]:
+                progress["timed_seconds"] += now - progress["_clock"]
+                progress["timed_steps"] += 1
+                progress["_clock"] = now
+            step = int(trainer.optimizer.iterations.numpy())
+            stop = s["max_steps"] and step >= s["max_steps"]
+            if stop or step % s["save_every"] == 0:
+                checkpoint.save(trainer, _saved(progress))
+            if stop:
+                trainer.stop_training = True
+
+    return Progress()
+
+
+def _saved(progress):
+    return {k: v for k, v in progress.items() if not k.startswith("_")}
+
+
+def train(s, lm, trainer, batches, checkpoint):
+    """Trains for --max_epochs (or up to --max_steps); returns the progress."""
+    import hmkeras
+
+    progress = checkpoint.restore(trainer)
+    if progress is None:
+        progress = {"epoch": 0, "batch": 0}
+    else:
+        print(f"Resuming from {checkpoint.path}: epoch {progress['epoch'] + 1}, "
+              f"batch {progress['batch']}.")
+    progress.update(steps_run=0, timed_steps=0, timed_seconds=0.0)
+    callbacks = [_progress_callback(s, trainer, checkpoint, progress)]
+    if lm.is_hierarchical:
+        callbacks.append(hmkeras.BoundaryMonitor(
+            interval=s["monitor_interval"], stop_on_collapse=s["stop_on_collapse"]))
+        if s["slope_schedule"]:
+            start, rate, top = s["slope"], s["slope_rate"], s["slope_max"]
+            # Chung et al. Sec. 4.1: a = min(5, 1 + 0.04 * epoch).
+            callbacks.insert(0, hmkeras.SlopeAnnealing(
+                lambda epoch: min(top, start + rate * epoch)))
+    while progress["epoch"] < s["max_epochs"] and not trainer.stop_training:
+        step = int(trainer.optimizer.iterations.numpy())
+        steps = batches.num_batches - progress["batch"]
+        if s["max_steps"]:
+            steps = min(steps, s["max_steps"] - step)
+        if steps <= 0:
+            break
+        trainer.fit(fed_dataset(batches, progress["batch"]), epochs=progress["epoch"] + 1,
+                    initial_epoch=progress["epoch"], steps_per_epoch=steps,
+                    callbacks=callbacks, verbose=s["verbose"], shuffle=False)
+        if progress["batch"] >= batches.num_batches:
+            progress["epoch"], progress["batch"] = progress["epoch"] + 1, 0
+            checkpoint.save(trainer, _saved(progress))
+        elif s["max_steps"]:
+            break
+    return progress
+
+
+def _validation_bpc(s, trainer, ids, replicas):
+    """Validation BPC on windows of --seq_len from the zero state."""
+    from hmkeras import data
+
+    rows = min(s["valid_batch_size"], (len(ids) - 1) // s["seq_len"])
+    rows -= rows % replicas
+    if rows < 1:
+        return None
+    batches = data.TruncatedBPTTBatches(ids, rows, s["seq_len"])
+    nats = trainer.evaluate(fed_dataset(batches), verbose=0, return_dict=True)["loss"]
+    return nats / math.log(2.0)
+
+
+def _run(s):
+    started = time.time()
+    import keras
+    import tensorflow as tf
+
+    from hmkeras import data
+    from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.training.stateful_training import TruncatedBPTTModel
+    from hmkeras.training.training_state import TrainingCheckpoint
+
+    strategy = make_strategy(s)
+    replicas = strategy.num_replicas_in_sync
+    if s["batch_size"] % replicas:
+        raise FlagError(f"--batch_size={s['batch_size']} (the global batch) must split "
+                        f"evenly over the {replicas} replicas of --strategy={s['strategy']}.")
+    keras.config.set_dtype_policy(s["precision"])
+    texts, _, _ = ptb_char.load_texts(s)
+    vocab = data.CharVocabulary.from_text(texts["train"])
+    ids = {split: vocab.encode(text) for split, text in texts.items()}
+    if len(ids["train"]) < s["batch_size"] * s["seq_len"] + 1:
+        raise FlagError(f"The training text has {len(ids['train']):,} symbols, fewer than "
+                        f"--batch_size x --seq_len + 1.")
+    config = model_config(s, len(vocab))
+    config = ptb_char._check_model_config(s, config)
+    os.makedirs(s["output_dir"], exist_ok=True)
+    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
+    with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
+        f.write(config.to_json())
+    with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
+        json.dump(s, f, indent=2, sort_keys=True)
+    tf.random.set_seed(s["seed"])
+    batches = data.TruncatedBPTTBatches(ids["train"], s["batch_size"], s["seq_len"])
+    checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
+    with strategy.scope():
+        # Every variable (weights, slope, optimizer, metrics) is created here.
+        lm = CharLanguageModel(config)
+        trainer = TruncatedBPTTModel(lm, None, carry_state=False)
+        optimizer = keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"])
+        if s["precision"] == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        trainer.compile(optimizer, loss=trainer.loss_function(),
+                        jit_compile=s["jit_compile"])
+        print(f"{s['cell']}: {lm.count_params():,} parameters; {s['strategy']} strategy, "
+              f"{replicas} replica(s) of {s['batch_size'] // replicas} rows; "
+              f"{s['precision']}; jit_compile={s['jit_compile']}.")
+        progress = train(s, lm, trainer, batches, checkpoint)
+    chars = progress["timed_steps"] * s["batch_size"] * s["seq_len"]
+    results = {
+        "cell": s["cell"], "dataset": s["dataset"], "preset": s["preset"],
+        "strategy": s["strategy"], "replicas": replicas, "precision": s["precision"],
+        "jit_compile": s["jit_compile"], "batch_size": s["batch_size"],
+        "seq_len": s["seq_len"], "parameters": lm.count_params(),
+        "devices": [d.name for d in tf.config.list_logical_devices()
+                    if d.device_type != "CPU"] or ["CPU"],
+        "steps": int(trainer.optimizer.iterations.numpy()),
+        "steps_this_run": progress["steps_run"], "epochs": progress["epoch"],
+        "timed_steps": progress["timed_steps"],
+        "chars_per_second": (chars / progress["timed_seconds"]
+                             if progress["timed_seconds"] > 0 else None),
+        "last_epoch_mean_loss": progress.get("last_loss"),
+        "final_bpc": progress.get("last_bpc"),
+        "valid_bpc": _validation_bpc(s, trainer, ids["validation"], replicas),
+        "weight_dtypes": sorted({v.dtype for v in lm.network.weights}),
+        "compute_dtype": keras.config.dtype_policy().compute_dtype,
+    }
+    if lm.is_hierarchical:
+        results["slope"] = float(lm.hierarchical_cell.slope.numpy())
+    results["wall_seconds"] = time.time() - started
+    with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
+        json.dump(ptb_char._finite(results), f, indent=2)
+    rate = results["chars_per_second"]
+    last = results["final_bpc"]
+    print(f"{results['steps']} steps; last batch "
+          f"{'-' if last is None else f'{last:.4f}'} bits/char, "
+          f"validation {results['valid_bpc'] or float('nan'):.4f}; "
+          f"{f'{rate:,.0f} chars/s' if rate else 'too few steps to time'}; "
+          f"results in {s['output_dir']}/results.json")
+    return results
+
+
+def run(s):
+    """Checks --output_dir against the flags (a changed model is refused,
+    `ptb_char.prepare_output_dir`), then trains; returns the results dict."""
+    ptb_char.prepare_output_dir(s)
+    with ptb_char.removing_new_empty_dirs([s["output_dir"]]):
+        return _run(s)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    logging.set_verbosity(logging.WARNING)  # tf.distribute's INFO lines
+    try:
+        run(resolve_settings(FLAGS))
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+
+
+if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
+    app.run(main, flags_parser=parse_flags)

@@ -1,0 +1,243 @@
+"""Sequence layers over the library's cells, as `keras.layers.LSTM` is over
+`LSTMCell`.
+
+`SequenceLayer` is the base of `HMLSTM`, `HMRNN` and `MultiplicativeLSTM`:
+a `keras.layers.RNN` that builds and owns its cell from the cell's own
+arguments (so `layer.cell` is an ordinary cell that `split_outputs`,
+`SlopeAnnealing`, `BoundaryMonitor` and checkpoints see), exposes the
+cell's arguments as read-only attributes, and has a flat configuration
+(the cell's arguments next to the RNN's, as `keras.layers.LSTM`).
+
+What it adds to `RNN(cell)` is speed: the work that needs the whole
+sequence is done before the time loop.  The cell's per-sequence constants
+(stacked kernels, weight-normalized or layer-normalized kernels) are made
+once, as under `RNN(cell)`, and the input projection of every step (the
+bottom layer's `W_1 x_t` of the hierarchical cells, with its layer
+normalization; the mLSTM's `W_mx x_t` and `W_*x x_t`) is one matrix
+product over the whole sequence, `cell.project_sequence`.  The time loop
+then steps `cell.call_projected` over the projections.  The results are
+those of `RNN(cell)` up to the rounding of the larger matrix product.
+
+A cell served by a sequence layer implements:
+
+* `project_sequence(sequences, training) -> (batch, time, P)`, the input
+  projections of all steps (input dropout applied);
+* `call_projected(projected, states, training) -> (output, new_states)`,
+  the step of `call` from one step of those projections.
+
+Private Keras API: the time loop is Keras' own backend loop
+(`keras.src.backend.rnn`, which `RNN.inner_loop` runs too), so masking,
+`go_backwards`, `unroll` and `zero_output_for_mask` behave as in every
+Keras RNN; `tf_tests/cells/test_sequence_layers.py` fails if it changes.
+"""
+
+import inspect
+
+import keras
+import tensorflow as tf
+from keras.src import backend as keras_backend  # the RNN time loop, see above
+
+from hmkeras.cells import argument_checks
+
+# Arguments of `keras.layers.RNN` that a sequence layer takes.
+RNN_ARGUMENTS = (
+    "return_sequences", "return_state", "go_backwards", "stateful", "unroll",
+    "zero_output_for_mask",
+)
+# Base-layer keys of a cell's configuration, which the layer has itself.
+_LAYER_KEYS = ("name", "trainable", "dtype")
+
+
+def apply_to_steps(function, sequences):
+    """`function` of the `(rows, features)` matrix of every step.
+
+    Merges the batch and time axes, so that `function` does one matrix
+    product for the whole sequence, and restores them.
+    """
+    shape = tf.shape(sequences)
+    flat = tf.reshape(sequences, [-1, sequences.shape[-1]])
+    result = function(flat)
+    return tf.reshape(result, tf.concat([shape[:2], tf.shape(result)[1:]], axis=0))
+
+
+# The `keras.layers.RNN` arguments' entries of a sequence layer's Args.
+_RNN_ARGUMENT_DOCS = """\
+return_sequences: Boolean. Whether to return the output of every step
+    (`(batch, time, output_size)`) or of the last one only. Default `False`.
+return_state: Boolean. Whether to return the final states after the
+    output. Default `False`.
+go_backwards: Boolean (default `False`). If `True`, process the input
+    sequence backwards and return the reversed sequence.
+stateful: Boolean (default `False`). If `True`, the last state of each
+    sample at index `i` in a batch is the initial state of the sample at
+    index `i` in the next batch (truncated BPTT).
+unroll: Boolean (default `False`). If `True`, the time loop is unrolled
+    (faster for short sequences, more memory).
+zero_output_for_mask: Boolean (default `False`). Whether masked steps
+    output zeros (`True`) or repeat the previous output.
+"""
+
+
+def _cell_parameters(cell_class):
+    """The cell constructor's parameters, without `self` and `**kwargs`."""
+    parameters = inspect.signature(cell_class.__init__).parameters
+    return [
+        p for name, p in parameters.items()
+        if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+
+
+def _cell_argument_names(cell_class):
+    return tuple(p.name for p in _cell_parameters(cell_class))
+
+
+def _layer_signature(cell_class):
+    """The cell's parameters, the RNN arguments (keyword-only), `**kwargs`."""
+    parameters = _cell_parameters(cell_class) + [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False)
+        for name in RNN_ARGUMENTS
+    ]
+    parameters.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+def _args_entries(cls):
+    """The entries of the `Args:` section of `cls`'s docstring (dedented)."""
+    lines = inspect.getdoc(cls).splitlines()
+    start = lines.index("Args:") + 1
+    entries = []
+    for line in lines[start:]:
+        if line.strip() and not line.startswith(" "):
+            break  # the next section
+        entries.append(line[4:] if line.startswith("    ") else line.strip())
+    return "\n".join(entries).strip("\n")
+
+
+def _compose_args(cls):
+    """Fills the empty `Args:` section of a sequence layer's docstring.
+
+    The cell's own entries (as the cell documents them), then the RNN
+    arguments and `**kwargs`, so that the layer documents every argument
+    of its signature.
+    """
+    cell_entries = _args_entries(cls.cell_class).split("\n")
+    kwargs_at = next(
+        (i for i, line in enumerate(cell_entries) if line.startswith("**kwargs:")),
+        len(cell_entries),
+    )
+    entries = (
+        cell_entries[:kwargs_at]
+        + _RNN_ARGUMENT_DOCS.rstrip("\n").split("\n")
+        + ["**kwargs: Base layer keyword arguments, such as `name` and `dtype`."]
+    )
+    indent = " " * 8
+    section = "\n".join(indent + line if line else "" for line in entries)
+    cls.__doc__ = cls.__doc__.replace("    Args:\n", "    Args:\n" + section + "\n", 1)
+
+
+def _cell_property(name):
+    def getter(self):
+        return getattr(self.cell, name)
+
+    getter.__name__ = name
+    getter.__doc__ = f"The cell's `{name}` (read-only)."
+    return property(getter)
+
+
+class SequenceLayer(keras.layers.RNN):
+    """Base class of the sequence layers; see the module docstring.
+
+    A subclass sets `cell_class` and `cell_name` (the name Keras gives a
+    cell of that class, so that weight paths are those of `RNN(cell)`:
+    `<layer name>/<cell name>/<weight>`), and ends its docstring's
+    `Args:` header with nothing under it.  The layer's signature is the
+    cell's constructor arguments followed by the keyword-only RNN
+    arguments (`RNN_ARGUMENTS`) and `**kwargs`; its `Args` section is
+    composed from the cell's entries and the RNN's; the cell's arguments
+    are read-only attributes of the layer.
+    """
+
+    cell_class = None
+    cell_name = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.cell_class is None:
+            return
+        # The signature: the cell's arguments, then the RNN's (explicit, and
+        # documented in the Args section composed here).
+        cls.__signature__ = _layer_signature(cls.cell_class)
+        _compose_args(cls)
+        for name in _cell_argument_names(cls.cell_class):
+            if not any(name in vars(base) for base in cls.__mro__):
+                setattr(cls, name, _cell_property(name))
+
+    def __init__(self, *args, **kwargs):
+        signature = type(self).__signature__
+        bound = signature.bind(*args, **kwargs)  # TypeError on bad arguments
+        arguments = dict(bound.arguments)
+        layer_kwargs = arguments.pop("kwargs", {})
+        rnn_kwargs = {k: arguments.pop(k) for k in RNN_ARGUMENTS if k in arguments}
+        cell = self.cell_class(
+            dtype=layer_kwargs.get("dtype"),
+            trainable=layer_kwargs.get("trainable", True),
+            name=self.cell_name,
+            **arguments,
+        )
+        super().__init__(cell, **rnn_kwargs, **layer_kwargs)
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if tf.nest.is_nested(mask):
+            mask = mask[0]
+        argument_checks.check_float_inputs(type(self).__name__, sequences)
+        # Work on the whole sequence, before the loop (one matrix product).
+        projected = self.cell.project_sequence(sequences, training=training)
+
+        # Without `unroll`, Keras' loop first runs the step once more, outside
+        # the loop, to learn the output shape: sparse-update counts skip it.
+        counter = getattr(self.cell, "_sparse_counter", None)
+        probe = [counter is not None and not self.unroll]
+        if counter is not None:
+            counter.in_sequence_layer = True
+
+        def step(inputs, states):
+            if probe[0]:
+                probe[0] = False
+                counter.paused = True
+                try:
+                    return self.cell.call_projected(inputs, list(states), training=training)
+                finally:
+                    counter.paused = False
+            return self.cell.call_projected(inputs, list(states), training=training)
+
+        if not tf.nest.is_nested(initial_state):
+            initial_state = [initial_state]
+        try:
+            return keras_backend.rnn(
+                step,
+                projected,
+                initial_state,
+                go_backwards=self.go_backwards,
+                mask=mask,
+                unroll=self.unroll,
+                input_length=sequences.shape[1],
+                zero_output_for_mask=self.zero_output_for_mask,
+                return_all_outputs=self.return_sequences,
+            )
+        finally:
+            if counter is not None:
+                counter.in_sequence_layer = False
+
+    def get_config(self):
+        config = super().get_config()
+        del config["cell"]
+        cell_config = self.cell.get_config()
+        for key in _LAYER_KEYS:
+            cell_config.pop(key, None)
+        return {**config, **cell_config}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+

@@ -1,0 +1,193 @@
+"""Sparse-update inference for the hierarchical multiscale cells.
+
+A layer `l` of an HM cell COPYs at step `t` when `z^l_{t-1} = 0` and
+`z^{l-1}_t = 0` (Chung et al. Eq. 2): its state is kept bit for bit, so its
+update is wasted work.  With `sparse_updates=True` (an argument of
+`HMLSTMCell`, `HMRNNCell` and of the sequence layers `HMLSTM`, `HMRNN`), a
+layer whose operation is COPY in every row of the batch skips its update
+(a `tf.cond` per layer and step); at batch 1, the streaming case of
+evaluation and generation, that is every COPY.  The skipped branch still
+computes the boundary detector's pre-activation, one column of the
+layer's products (for the HM-LSTM `U h^l_{t-1}` alone, Eq. 5), since
+`z^l_t` decides whether the next step FLUSHes; the top layer has no
+detector and does no work at all.
+
+The results equal the dense path's: `h` and `c` are the kept state in
+both, and the boundaries are discrete (`"step"` mode, and `"sample"` at
+inference), so the one-column product can only change `z` if the
+pre-activation lies within rounding of the threshold.  Training ignores
+the option (the dense path carries the straight-through gradients of the
+masks), and `boundary_mode="soft"` refuses it: there COPY is not exact.
+
+`UpdateCounter` counts, per layer, the updates executed and skipped by the
+cells that run sparse; `update_statistics` reads them, `sparse_updates`
+switches a whole model for a block of code.
+
+Example:
+
+>>> import numpy as np
+>>> from hmkeras.cells import HMLSTM, sparse_update
+>>> layer = HMLSTM(4, num_layers=3, boundary_bias=-5.0, sparse_updates=True)
+>>> _ = layer(np.ones((1, 6, 3), "float32"))
+>>> stats = sparse_update.update_statistics(layer)
+>>> stats["executed"] + stats["skipped"], stats["skipped"]  # top layer COPYs
+(18, 12)
+"""
+
+import contextlib
+
+import numpy as np
+import tensorflow as tf
+
+
+def check_sparse_updates(sparse_updates, boundary_mode):
+    """Validates the `sparse_updates` argument of a hierarchical cell."""
+    if not isinstance(sparse_updates, (bool, np.bool_)):
+        raise ValueError(
+            "`sparse_updates` must be True or False. "
+            f"Received: sparse_updates={sparse_updates!r}"
+        )
+    if sparse_updates and boundary_mode == "soft":
+        raise ValueError(
+            "`sparse_updates=True` needs discrete boundaries: use "
+            'boundary_mode="step" or "sample" (a "soft" COPY is not exact). '
+            f"Received: boundary_mode={boundary_mode!r}"
+        )
+    return bool(sparse_updates)
+
+
+class UpdateCounter:
+    """Per-layer counts of the layer updates executed and skipped.
+
+    One count per layer and step (for the whole batch).  Keras' RNN loop
+    runs the step once more, outside the loop, to learn the output shape;
+    that step is not counted under a sequence layer, nor under
+    `keras.layers.RNN(cell)` in a compiled function (it is when executing
+    eagerly; and a compiled `RNN(cell, unroll=True)` counts nothing: use
+    the sequence layers).  The variables are
+    made on first use, outside any compiled function, and are not weights
+    of the cell (checkpoints do not change); `reset` zeroes them.
+    """
+
+    __slots__ = ("num_layers", "paused", "in_sequence_layer", "_variables")
+
+    def __init__(self, num_layers):
+        self.num_layers = num_layers
+        self.paused = False  # set while Keras' loop probes the output shape
+        self.in_sequence_layer = False  # a sequence layer sets `paused` itself
+        self._variables = None
+
+    def _counts(self):
+        if self._variables is None:
+            with tf.init_scope():
+                self._variables = tuple(
+                    tf.Variable(tf.zeros((self.num_layers,), tf.int64),
+                                trainable=False, name=name)
+                    for name in ("executed_updates", "skipped_updates")
+                )
+        return self._variables
+
+    @property
+    def variables(self):
+        """The `(executed, skipped)` count variables (made on first use)."""
+        return self._counts()
+
+    def count(self, index, skipped):
+        """Adds one update of layer `index` (an op to depend on in graphs)."""
+        if self.paused:
+            return tf.no_op()
+        variable = self._counts()[int(bool(skipped))]
+        return variable.assign_add(tf.one_hot(index, self.num_layers, dtype=tf.int64))
+
+    def reset(self):
+        for variable in self._counts():
+            variable.assign(tf.zeros_like(variable))
+
+    def numpy(self):
+        """`(executed, skipped)`: two int arrays, one entry per layer."""
+        executed, skipped = self._counts()
+        return executed.numpy(), skipped.numpy()
+
+
+def in_loop_step(sequence_graph):
+    """Whether a step being built is one of Keras' loop steps.
+
+    Compiled, `keras.layers.RNN` builds its loop steps in a while-loop body
+    nested in the graph where the cell's sequence was opened
+    (`sequence_graph`), and its shape-probing step directly in that graph.
+    Eagerly (or with no open sequence) the two cannot be told apart: True.
+    """
+    if sequence_graph is None or tf.executing_eagerly():
+        return True
+    graph = tf.compat.v1.get_default_graph()
+    while graph is not None and graph is not sequence_graph:
+        if type(graph).__name__ == "WhileBodyFuncGraph":
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
+
+
+def _cells(model_or_cell):
+    # Imported here: hierarchical_cell imports this module.
+    from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
+
+    return find_hierarchical_cells(model_or_cell)
+
+
+def update_statistics(model_or_cell):
+    """Counts of the executed and skipped layer updates of sparse cells.
+
+    Args:
+        model_or_cell: A cell, sequence layer, RNN or model holding
+            hierarchical cells; their counts are summed.
+
+    Returns:
+        A dict: `"executed"` and `"skipped"` (totals over layers and
+        steps), `"per_layer_executed"` and `"per_layer_skipped"` (lists,
+        bottom first, of the first cell's layer count), and
+        `"skipped_fraction"` (`skipped / (executed + skipped)`, 0 when
+        nothing ran).
+    """
+    executed, skipped = None, None
+    for cell in _cells(model_or_cell):
+        e, s = cell._sparse_counter.numpy()
+        executed = e if executed is None else executed + e
+        skipped = s if skipped is None else skipped + s
+    if executed is None:
+        raise ValueError(
+            "`model_or_cell` holds no hierarchical cell (HMLSTMCell, HMRNNCell)."
+        )
+    total = int(executed.sum() + skipped.sum())
+    return {
+        "executed": int(executed.sum()),
+        "skipped": int(skipped.sum()),
+        "per_layer_executed": executed.tolist(),
+        "per_layer_skipped": skipped.tolist(),
+        "skipped_fraction": float(skipped.sum()) / total if total else 0.0,
+    }
+
+
+def reset_statistics(model_or_cell):
+    """Zeroes the update counts of every hierarchical cell inside."""
+    for cell in _cells(model_or_cell):
+        cell._sparse_counter.reset()
+
+
+@contextlib.contextmanager
+def sparse_updates(model_or_cell, enabled=True):
+    """Turns `sparse_updates` on (or off) for every hierarchical cell inside.
+
+    The flag is read when a function is traced: build or trace the
+    functions that should run sparse inside the block (the evaluation and
+    step-export helpers take a `sparse_updates` argument that does it).
+    The previous values come back on exit.
+    """
+    cells = _cells(model_or_cell)
+    previous = [cell.sparse_updates for cell in cells]
+    try:
+        for cell in cells:
+            cell.sparse_updates = check_sparse_updates(enabled, cell.boundary_mode)
+        yield cells
+    finally:
+        for cell, value in zip(cells, previous):
+            cell.sparse_updates = value

@@ -1,0 +1,192 @@
+"""The sequence layers HMLSTM, HMRNN, MultiplicativeLSTM against RNN(cell).
+
+Each layer must compute what `keras.layers.RNN` over a cell with the same
+weights computes: outputs, final states, and gradients with respect to the
+inputs and every weight, in float64 (so that the different order of the
+precomputed input products only shows as rounding), for every cell, with
+and without layer / weight normalization, with masking, stateful and
+backwards.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hmkeras.cells import HMLSTM
+from hmkeras.cells import HMLSTMCell
+from hmkeras.cells import HMRNN
+from hmkeras.cells import HMRNNCell
+from hmkeras.cells import MultiplicativeLSTM
+from hmkeras.cells import MultiplicativeLSTMCell
+from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
+
+B, T, FEATURES = 3, 9, 4
+TOLERANCE = dict(rtol=1e-9, atol=1e-11)
+
+# (layer class, cell class, positional arguments, keyword arguments)
+CASES = {
+    "hmlstm_ln": (HMLSTM, HMLSTMCell, ([5, 4, 3],), {"layer_norm": True}),
+    "hmlstm": (HMLSTM, HMLSTMCell, ([5, 4, 3],), {"layer_norm": False}),
+    "hmlstm_copy_last": (HMLSTM, HMLSTMCell, ([4, 3],),
+                         {"layer_norm": False, "copy_last": True, "top_down": False}),
+    "hmrnn_ln": (HMRNN, HMRNNCell, ([5, 4, 3],), {"layer_norm": True}),
+    "hmrnn": (HMRNN, HMRNNCell, ([5, 4, 3],), {"layer_norm": False}),
+    "mlstm_wn": (MultiplicativeLSTM, MultiplicativeLSTMCell, (5, 3),
+                 {"weight_normalization": True}),
+    "mlstm": (MultiplicativeLSTM, MultiplicativeLSTMCell, (5,), {}),
+}
+
+
+def _busy_boundaries(cell):
+    """Scale the boundary columns up so that z switches often (both values)."""
+    if not find_hierarchical_cells(cell):
+        return
+    rng = np.random.default_rng(5)
+    for weight in cell.weights:
+        if weight.name.startswith(("kernel_", "recurrent_kernel_", "top_down_kernel_")):
+            n = int(weight.name.rsplit("_", 1)[1])
+            if n < cell.num_layers:
+                value = weight.numpy()
+                value[:, -1] *= 4.0
+                weight.assign(value)
+        if weight.name.startswith("bias_") and int(weight.name[5:]) < cell.num_layers:
+            value = weight.numpy()
+            value[-1] = rng.normal() * 0.3
+            weight.assign(value)
+
+
+def make_pair(case, rnn_kwargs=None, **extra):
+    """A sequence layer and an RNN over an equal cell, with equal weights."""
+    layer_class, cell_class, args, kwargs = CASES[case]
+    kwargs = {**kwargs, **extra}
+    rnn_kwargs = {"return_sequences": True, "return_state": True, **(rnn_kwargs or {})}
+    keras.utils.set_random_seed(1)
+    layer = layer_class(*args, dtype="float64", **kwargs, **rnn_kwargs)
+    reference = keras.layers.RNN(
+        cell_class(*args, dtype="float64", **kwargs), dtype="float64", **rnn_kwargs
+    )
+    batch = B if rnn_kwargs.get("stateful") else None
+    layer.build((batch, None, FEATURES))
+    reference.build((batch, None, FEATURES))
+    _busy_boundaries(layer.cell)
+    reference.cell.set_weights(layer.cell.get_weights())
+    return layer, reference
+
+
+def _inputs(seed=0, steps=T):
+    return np.random.default_rng(seed).normal(size=(B, steps, FEATURES))
+
+
+def _run(rnn, x, mask=None, training=False):
+    """Outputs, states and the gradients of a random projection of them."""
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        result = rnn(x, mask=mask, training=training)
+        loss = 0.0
+        for k, tensor in enumerate(result):
+            weights = np.random.default_rng(100 + k).normal(size=tensor.shape)
+            loss += tf.reduce_sum(tensor * weights)
+    variables = rnn.cell.trainable_weights
+    gradients = tape.gradient(loss, [x] + variables)
+    return [r.numpy() for r in result], [g.numpy() for g in gradients]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_equals_rnn_of_cell(case):
+    layer, reference = make_pair(case)
+    x = _inputs()
+    results, gradients = _run(layer, x)
+    expected, expected_gradients = _run(reference, x)
+    assert len(results) == len(expected)
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+    for got, want in zip(gradients, expected_gradients):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+    if find_hierarchical_cells(layer):  # the boundaries really switch
+        boundaries = layer.split_outputs(results[0])[1]
+        assert 0.0 < float(np.mean(boundaries)) < 1.0
+
+
+@pytest.mark.parametrize("case", ["hmlstm_ln", "hmrnn", "mlstm_wn"])
+def test_masking_and_backwards(case):
+    mask = np.ones((B, T), bool)
+    mask[0, 6:] = False
+    mask[2, 3:] = False
+    x = _inputs(seed=1)
+    for go_backwards in (False, True):
+        layer, reference = make_pair(case, {"go_backwards": go_backwards})
+        results, gradients = _run(layer, x, mask=tf.constant(mask))
+        expected, expected_gradients = _run(reference, x, mask=tf.constant(mask))
+        for got, want in zip(results + gradients, expected + expected_gradients):
+            np.testing.assert_allclose(got, want, **TOLERANCE)
+
+
+@pytest.mark.parametrize("case", ["hmlstm_ln", "hmrnn_ln", "mlstm"])
+def test_stateful_carries_state_across_calls(case):
+    layer, reference = make_pair(case, {"stateful": True})
+    for seed in (2, 3):
+        x = _inputs(seed=seed, steps=5)
+        got = [np.asarray(t) for t in layer(x)]
+        want = [np.asarray(t) for t in reference(x)]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, **TOLERANCE)
+    # The second call started from the first one's final state.
+    fresh, _ = make_pair(case, {"stateful": False})
+    fresh.cell.set_weights(layer.cell.get_weights())
+    restarted = np.asarray(fresh(_inputs(seed=3, steps=5))[0])
+    assert not np.allclose(restarted, got[0])
+
+
+@pytest.mark.parametrize("case", ["hmlstm", "hmrnn_ln", "mlstm_wn"])
+def test_dropout_masks_match_rnn_of_cell(case):
+    layer, reference = make_pair(case, dropout=0.3, recurrent_dropout=0.2, seed=7)
+    x = _inputs(seed=4)
+    results, gradients = _run(layer, x, training=True)
+    expected, expected_gradients = _run(reference, x, training=True)
+    for got, want in zip(results + gradients, expected + expected_gradients):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+    # Dropout is really on: inference differs.
+    assert not np.allclose(_run(layer, x)[0][0], results[0])
+
+
+def test_unroll_and_last_output():
+    layer, reference = make_pair("hmlstm_ln", {"unroll": True, "return_sequences": False})
+    x = _inputs(seed=5)
+    for got, want in zip(layer(x), reference(x)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOLERANCE)
+
+
+@pytest.mark.parametrize("case", ["hmlstm_ln", "hmrnn", "mlstm_wn"])
+def test_config_is_flat_and_round_trips(case, tmp_path):
+    layer, _ = make_pair(case, {"return_state": False}, seed=3)
+    config = layer.get_config()
+    assert "cell" not in config
+    assert config["return_sequences"] is True
+    assert config["seed"] == 3
+    clone = type(layer).from_config(config)
+    assert clone.cell.get_config() == {**layer.cell.get_config(), "name": clone.cell.name}
+    # Saved and loaded inside a model, with its weights.
+    model = keras.Sequential([keras.Input((None, FEATURES), dtype="float64"), layer])
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    x = _inputs(seed=6)
+    np.testing.assert_array_equal(np.asarray(loaded(x)), np.asarray(model(x)))
+    assert type(loaded.layers[0]) is type(layer)
+
+
+def test_owns_its_cell_and_exposes_its_arguments():
+    layer = HMLSTM(4, num_layers=2, boundary_mode="soft", slope=2.0, layer_norm=False)
+    assert isinstance(layer.cell, HMLSTMCell)
+    assert layer.units == [4, 4] and layer.boundary_mode == "soft"
+    assert find_hierarchical_cells(keras.Sequential([layer])) == [layer.cell]
+    mlstm = MultiplicativeLSTM(6, 2, forget_bias=1.5)
+    assert mlstm.multiplicative_units == 2 and mlstm.forget_bias == 1.5
+    with pytest.raises(AttributeError):
+        layer.units = 3
+    with pytest.raises(ValueError, match="boundary_mode"):
+        HMRNN(4, boundary_mode="hard")
+    with pytest.raises(ValueError, match="HMLSTM"):
+        HMLSTM(4)(np.zeros((1, 3, 2), "int32"))

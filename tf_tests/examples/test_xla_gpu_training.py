@@ -1,0 +1,85 @@
+"""Tests of examples/xla_gpu_training.py (tiny runs, in subprocesses).
+
+The script configures devices (logical CPUs for `--cpu_replicas`) and the
+global dtype policy, which must happen in a fresh process; the flag checks
+that come before TensorFlow loads run in subprocesses too (fast).
+
+One run trains a few steps under the default strategy with XLA and
+mixed_bfloat16; a second resumes it from its checkpoint under
+MirroredStrategy over two logical CPU devices and finishes the epoch.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from example_modules import ROOT
+
+SCRIPT = os.path.join(ROOT, "examples", "xla_gpu_training.py")
+
+
+def _run(*args, env=None, timeout=1800):
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True,
+                          text=True, cwd=ROOT, env=environment, timeout=timeout)
+
+
+def _results(output_dir):
+    with open(os.path.join(output_dir, "results.json")) as f:
+        return json.load(f)
+
+
+def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
+    out = str(tmp_path / "run")
+    common = ["--preset=quick", "--tiny", f"--output_dir={out}", "--verbose=0",
+              "--precision=mixed_bfloat16"]
+    first = _run(*common, "--max_steps=3")
+    assert first.returncode == 0, first.stderr[-3000:]
+    results = _results(out)
+    assert results["strategy"] == "default" and results["replicas"] == 1
+    assert results["jit_compile"] is True
+    assert results["steps"] == 3 and results["epochs"] == 0
+    assert results["compute_dtype"] == "bfloat16"
+    assert results["weight_dtypes"] == ["float32"]  # variables stay float32
+    assert 0 < results["final_bpc"] < 8 and 0 < results["valid_bpc"] < 8
+    assert os.path.isdir(os.path.join(out, "checkpoints"))
+
+    # The same run resumed from its checkpoint, now over two replicas (the
+    # strategy is not part of the model), to the end of its one epoch.
+    second = _run(*common, "--strategy=mirrored", "--cpu_replicas=2")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Resuming from" in second.stdout
+    results = _results(out)
+    # 3000 synthetic characters in batches of 4 x 20: 37 batches.
+    assert results["strategy"] == "mirrored" and results["replicas"] == 2
+    assert results["jit_compile"] is False  # XLA cannot span logical CPUs
+    assert results["steps"] == 37 and results["steps_this_run"] == 34
+    assert results["epochs"] == 1
+    assert results["timed_steps"] == 32 and results["chars_per_second"] > 0
+    assert 0 < results["final_bpc"] < 8 and 0 < results["valid_bpc"] < 8
+    assert results["weight_dtypes"] == ["float32"]
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--strategy=multi_worker"], {"TF_CONFIG": ""}, "TF_CONFIG"),
+        (["--cpu_replicas=2"], {}, "--cpu_replicas goes with --strategy=mirrored"),
+        (["--strategy=mirrored", "--cpu_replicas=3"], {}, "must split evenly"),
+        (["--strategy=mirrored", "--cpu_replicas=2", "--jit_compile"], {},
+         "--nojit_compile"),
+        (["--strategy=tpu", "--precision=mixed_float16"], {}, "mixed_bfloat16"),
+        (["--tpu=local"], {}, "--tpu goes with --strategy=tpu"),
+        (["--patience=3"], {}, "--patience"),
+        (["--precision=float64"], {}, "float32|mixed_bfloat16|mixed_float16"),
+    ],
+)
+def test_bad_flags_are_one_line(tmp_path, args, env, message):
+    result = _run("--preset=quick", "--tiny", f"--output_dir={tmp_path / 'run'}", *args,
+                  env=env, timeout=120)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "run")

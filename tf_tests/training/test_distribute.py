@@ -1,0 +1,252 @@
+"""Training under `tf.distribute.MirroredStrategy` over two logical CPU devices.
+
+The logical devices must be configured before TensorFlow initializes its
+devices, which the test process has long done: every case runs in ONE
+subprocess (`_SCRIPT`, a TensorFlow import costs seconds), which prints a
+JSON report that the tests below check.
+
+* The same model (the same initial weights, loaded from a file) trained on
+  the same batches under the default strategy and under MirroredStrategy
+  (each replica gets half of every batch, the gradients are summed) has
+  the same per-batch losses, boundary rates and final weights.
+* `SlopeAnnealing` sets the slope of every replica; `BoundaryMonitor` logs
+  the rates of the whole batch.
+* Every cell (and every sequence layer of `hmkeras.cells`, when present)
+  builds and trains under the strategy; mixed precision keeps float32
+  variables and finite losses.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from example_modules import ROOT
+
+_SCRIPT = r"""
+import json, os, sys
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+import numpy as np
+
+import hmkeras
+from hmkeras.models.char_language_model import CharLanguageModel
+
+weights_dir = sys.argv[1]
+mirrored = tf.distribute.MirroredStrategy(
+    [d.name for d in tf.config.list_logical_devices("CPU")])
+default = tf.distribute.get_strategy()
+tokens = np.random.default_rng(0).integers(0, 11, (8, 13)).astype("int32")
+
+
+def dataset():
+    # Two batches of 4 rows; the mirrored strategy gives 2 rows to each replica.
+    return tf.data.Dataset.from_tensor_slices((tokens[:, :-1], tokens[:, 1:])).batch(4)
+
+
+class BatchLogs(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.rows = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.rows.append({k: float(v) for k, v in logs.items()
+                          if k == "batch_bpc" or k.startswith("z_rate")})
+
+
+def train_lm(strategy, cell, policy="float32", epochs=2):
+    keras.config.set_dtype_policy(policy)
+    path = os.path.join(weights_dir, f"{cell}.weights.h5")
+    with strategy.scope():
+        lm = CharLanguageModel(vocab_size=11, cell=cell, units=8, num_layers=2,
+                               embedding_dim=4, output_units=8, seed=0)
+        if os.path.exists(path):
+            lm.network.load_weights(path)
+        else:
+            lm.network.save_weights(path)
+        before = [w.numpy().copy() for w in lm.network.trainable_weights]
+        trainer = hmkeras.TruncatedBPTTModel(lm, None, carry_state=False)
+        optimizer = keras.optimizers.Adam(0.01)
+        if policy == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        trainer.compile(optimizer, loss=trainer.loss_function())
+        logs = BatchLogs()
+        callbacks = [logs]
+        if lm.is_hierarchical:
+            callbacks += [hmkeras.SlopeAnnealing(lambda epoch: 1.0 + epoch),
+                          hmkeras.BoundaryMonitor(interval=1, verbose=0)]
+        trainer.fit(dataset(), epochs=epochs, callbacks=callbacks, verbose=0,
+                    shuffle=False)
+    report = {
+        "rows": logs.rows,
+        "weights": [w.numpy().tolist() for w in lm.network.trainable_weights],
+        "changed": [bool(np.any(w.numpy() != b))
+                    for w, b in zip(lm.network.trainable_weights, before)],
+        "dtypes": sorted({w.dtype for w in lm.network.weights}),
+        "replicas": strategy.num_replicas_in_sync,
+    }
+    if lm.is_hierarchical:
+        slope = lm.hierarchical_cell.slope.value
+        report["slopes"] = [float(v.numpy())
+                            for v in strategy.experimental_local_results(slope)]
+    keras.config.set_dtype_policy("float32")
+    return report
+
+
+def train_layer(strategy, layer_factory):
+    with strategy.scope():
+        model = keras.Sequential([
+            keras.Input((12,), dtype="int32"), keras.layers.Embedding(11, 4),
+            layer_factory(), keras.layers.Dense(11)])
+        model.compile(keras.optimizers.Adam(0.01),
+                      keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        before = [w.numpy().copy() for w in model.trainable_weights]
+        history = model.fit(dataset(), epochs=1, verbose=0)
+    return {"loss": history.history["loss"][-1],
+            "changed": [bool(np.any(w.numpy() != b))
+                        for w, b in zip(model.trainable_weights, before)]}
+
+
+out = {"default": {}, "mirrored": {}, "mixed": {}, "layers": {}}
+for cell in ("hmlstm", "mlstm"):
+    out["default"][cell] = train_lm(default, cell)
+for cell in ("hmlstm", "hmrnn", "mlstm"):
+    out["mirrored"][cell] = train_lm(mirrored, cell)
+for policy in ("mixed_float16", "mixed_bfloat16"):
+    out["mixed"][policy] = train_lm(mirrored, "hmlstm", policy, epochs=1)
+for name, factory in (
+        ("HMLSTM", lambda: hmkeras.cells.HMLSTM(8, num_layers=2, return_sequences=True)),
+        ("HMRNN", lambda: hmkeras.cells.HMRNN(8, num_layers=2, return_sequences=True)),
+        ("MultiplicativeLSTM",
+         lambda: hmkeras.cells.MultiplicativeLSTM(8, return_sequences=True))):
+    if hasattr(hmkeras.cells, name):
+        out["layers"][name] = train_layer(mirrored, factory)
+with mirrored.scope():  # a carried state cannot be split over replicas
+    lm = CharLanguageModel(vocab_size=11, cell="hmrnn", units=4, num_layers=2,
+                           embedding_dim=3, output_units=4)
+    carrying = hmkeras.TruncatedBPTTModel(lm, 4)
+    carrying.compile("sgd", loss=carrying.loss_function())
+    try:
+        carrying.fit(dataset(), epochs=1, verbose=0)
+        out["carry_error"] = None
+    except ValueError as error:
+        out["carry_error"] = str(error)
+print("REPORT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path_factory.mktemp("weights"))],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=1800)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("REPORT ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    return json.loads(lines[-1][len("REPORT "):])
+
+
+@pytest.mark.parametrize("cell", ["hmlstm", "mlstm"])
+def test_mirrored_training_equals_the_default_strategy(report, cell):
+    single, mirrored = report["default"][cell], report["mirrored"][cell]
+    assert single["replicas"] == 1 and mirrored["replicas"] == 2
+    assert len(single["rows"]) == len(mirrored["rows"]) == 4  # 2 epochs x 2 batches
+    for a, b in zip(single["rows"], mirrored["rows"]):
+        assert a.keys() == b.keys()
+        for key in a:  # batch_bpc and, for hmlstm, z_rate_1: whole-batch means
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-5), key
+    for a, b in zip(single["weights"], mirrored["weights"]):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
+    # Adam moved every weight: the comparison is not between untrained models.
+    assert all(mirrored["changed"])
+
+
+def test_boundary_monitor_and_slope_annealing_on_every_replica(report):
+    mirrored = report["mirrored"]["hmlstm"]
+    assert all("z_rate_1" in row for row in mirrored["rows"])
+    # SlopeAnnealing(1 + epoch), epoch index 1 last: both replicas' copies.
+    assert mirrored["slopes"] == [2.0, 2.0]
+    assert report["mirrored"]["hmrnn"]["slopes"] == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("cell", ["hmlstm", "hmrnn", "mlstm"])
+def test_every_cell_trains_under_mirrored_strategy(report, cell):
+    result = report["mirrored"][cell]
+    assert result["replicas"] == 2
+    assert all(result["changed"])
+    assert all(np.isfinite(row["batch_bpc"]) for row in result["rows"])
+    assert result["dtypes"] == ["float32"]
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_under_mirrored_strategy(report, policy):
+    result = report["mixed"][policy]
+    assert result["dtypes"] == ["float32"]  # variables stay float32
+    assert all(np.isfinite(row["batch_bpc"]) for row in result["rows"])
+    assert all(0 < row["batch_bpc"] < 8 for row in result["rows"])
+    if policy == "mixed_bfloat16":
+        # No loss scaling, no skipped step: every weight moved.
+        assert all(result["changed"])
+
+
+def test_carried_state_is_refused_over_replicas(report):
+    assert "carry_state=False" in report["carry_error"]
+
+
+def test_sequence_layers_train_under_mirrored_strategy(report):
+    if not report["layers"]:
+        pytest.skip("hmkeras has no sequence layers (HMLSTM, HMRNN, MultiplicativeLSTM) yet")
+    for name, result in report["layers"].items():
+        assert np.isfinite(result["loss"]), name
+        assert all(result["changed"]), name
+
+
+# ---------------------------------------------------------------------------
+# In this process: TruncatedBPTTModel(carry_state=False), the mode used
+# under strategies with several replicas.
+# ---------------------------------------------------------------------------
+def _tiny_lm():
+    from hmkeras.models.char_language_model import CharLanguageModel
+
+    return CharLanguageModel(vocab_size=7, cell="hmlstm", units=4, num_layers=2,
+                             embedding_dim=3, output_units=4, seed=1)
+
+
+def test_stateless_windows_start_from_the_zero_state():
+    import keras
+
+    import hmkeras
+
+    lm = _tiny_lm()
+    trainer = hmkeras.TruncatedBPTTModel(lm, None, carry_state=False)
+    assert trainer.carried_state == [] and trainer.batch_size is None
+    trainer.compile(keras.optimizers.SGD(0.0), loss=trainer.loss_function())
+    x = np.random.default_rng(2).integers(0, 7, (3, 9)).astype("int32")
+    y = np.roll(x, -1, axis=1)
+    # Independent reference: the network from the zero state, NumPy cross entropy.
+    logits = np.asarray(lm.network([x, *lm.zero_state(3)])[0], dtype="float64")
+    logits -= logits.max(-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected_bits = -np.take_along_axis(log_probs, y[..., None], -1).mean() / np.log(2)
+    for _ in range(2):  # the same both times: nothing is carried (and lr = 0)
+        logs = trainer.train_on_batch(x, y, return_dict=True)
+        assert logs["batch_bpc"] == pytest.approx(expected_bits, rel=1e-5)
+    # A batch of another size is accepted (no state variables of fixed size).
+    trainer.train_on_batch(x[:2], y[:2])
+
+
+def test_carry_state_arguments():
+    import hmkeras
+
+    lm = _tiny_lm()
+    with pytest.raises(ValueError, match="batch_size"):
+        hmkeras.TruncatedBPTTModel(lm, None)  # carrying needs a fixed batch size
+    with pytest.raises(ValueError, match="carry_state"):
+        hmkeras.TruncatedBPTTModel(lm, 2, carry_state="no")
+    assert hmkeras.TruncatedBPTTModel(lm, 2, carry_state=False).batch_size == 2
