@@ -16,7 +16,9 @@ Where the rates come from:
   logs `z_rate_1 ... z_rate_{L-1}` of every training batch): those;
 * otherwise a forward pass (inference mode) over `probe`, a batch of the
   model's inputs, through every `keras.layers.RNN` that runs a
-  hierarchical cell in a functional or Sequential model.
+  hierarchical cell in a functional or Sequential model; the cell may sit
+  inside a wrapper cell (`hmkeras.AveragingWrapper`,
+  `hmkeras.AttentionWrapper`) made with `return_cell_output=True`.
 
 Example:
 
@@ -40,7 +42,28 @@ import keras
 import numpy as np
 
 from hmkeras.cells import argument_checks
+from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
+
+
+def _cell_wrappers(cell):
+    """The wrapper cells around a hierarchical cell, outermost first.
+
+    A wrapper (`hmkeras.AveragingWrapper`, `hmkeras.AttentionWrapper`) has
+    the wrapped cell as `cell` and reads its part of the outputs with
+    `cell_outputs`; it must return it (`return_cell_output=True`).
+    """
+    wrappers = []
+    while not isinstance(cell, HierarchicalCell) and hasattr(cell, "cell_outputs"):
+        if not getattr(cell, "return_cell_output", True):
+            raise ValueError(
+                f"BoundaryMonitor needs the boundaries of the hierarchical cell "
+                f"inside {type(cell).__name__}: make the wrapper with "
+                "return_cell_output=True, so that its outputs hold the cell's."
+            )
+        wrappers.append(cell)
+        cell = cell.cell
+    return wrappers
 
 
 class BoundaryCollapseWarning(UserWarning):
@@ -128,7 +151,8 @@ class BoundaryMonitor(keras.callbacks.Callback):
                 output = output[0]
             prefix = "" if len(rnns) == 1 else f"{rnn.name}_"
             probe_model = keras.Model(inputs[0] if len(inputs) == 1 else inputs, output)
-            probes.append((prefix, find_hierarchical_cells(rnn)[0], probe_model))
+            probes.append((prefix, find_hierarchical_cells(rnn)[0],
+                           _cell_wrappers(rnn.cell), probe_model))
         return probes
 
     def _measure(self, logs):
@@ -138,8 +162,10 @@ class BoundaryMonitor(keras.callbacks.Callback):
         if self._probes is None:
             self._probes = self._build_probes()
         rates = {}
-        for prefix, cell, probe_model in self._probes:
+        for prefix, cell, wrappers, probe_model in self._probes:
             outputs = probe_model(self.probe, training=False)
+            for wrapper in wrappers:  # the wrapped cell's part of the output
+                outputs = wrapper.cell_outputs(outputs)
             _, boundaries = cell.split_outputs(outputs)
             boundaries = np.asarray(boundaries, dtype=np.float64)
             per_layer = boundaries.reshape(-1, boundaries.shape[-1]).mean(axis=0)

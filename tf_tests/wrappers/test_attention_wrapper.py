@@ -1,0 +1,183 @@
+"""AttentionWrapper against a NumPy reference over an explicit list of past states.
+
+The reference is driven by the wrapped cell's own per-step outputs (read
+with `return_cell_output=True`), recomputes every score from the stored
+states (no cached keys), and softmaxes over the stored states only.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+import hmkeras
+from hmkeras.wrappers import AttentionWrapper
+
+B, T, F, M = 3, 11, 4, 4
+
+
+def _run(wrapper, x):
+    y = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")(x)
+    return wrapper.split_outputs(np.asarray(y))
+
+
+def _reference(wrapper, hs, resets=None):
+    """(outputs, weights) with weights laid out oldest slot first."""
+    m = wrapper.memory_size
+    w_out = wrapper.output_kernel.numpy()
+    b_out = wrapper.output_bias.numpy()
+    v = wrapper.score_vector.numpy()[:, 0]
+    w_key = wrapper.key_kernel.numpy()
+    batch, steps, size = hs.shape
+    outputs = np.zeros((batch, steps, w_out.shape[1]))
+    weights = np.zeros((batch, steps, m))
+    for b in range(batch):
+        memory = []
+        for t in range(steps):
+            h = hs[b, t]
+            if memory:
+                if wrapper.score == "single":
+                    scores = np.array([v @ np.tanh(p @ w_key) for p in memory])
+                else:
+                    query = h @ wrapper.query_kernel.numpy()
+                    scores = np.array([v @ np.tanh(p @ w_key + query) for p in memory])
+                a = np.exp(scores - scores.max())
+                a /= a.sum()
+                context = np.sum(a[:, None] * np.array(memory), axis=0)
+                weights[b, t, m - len(memory):] = a
+            else:
+                context = np.zeros(size)
+            outputs[b, t] = np.concatenate([h, context]) @ w_out + b_out  # linear
+            memory = (memory + [h])[-m:]
+            if resets is not None and resets[b, t]:
+                memory = []
+    return outputs, weights
+
+
+@pytest.mark.parametrize("score", ["single", "combined"])
+def test_matches_reference_lstm(score):
+    keras.utils.set_random_seed(0)
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(5, dtype="float64"), M, score,
+                               attention_units=3, return_cell_output=True,
+                               return_attention=True, dtype="float64")
+    x = np.random.default_rng(0).normal(size=(B, T, F))
+    parts = _run(wrapper, x)
+    expected, weights = _reference(wrapper, np.asarray(parts.cell_output))
+    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    # Unfilled slots get exactly zero; filled ones sum to one.
+    got = np.asarray(parts.attention)
+    for t in range(T):
+        empty = M - min(t, M)
+        assert np.all(got[:, t, :empty] == 0.0)
+        np.testing.assert_allclose(got[:, t].sum(-1), 0.0 if t == 0 else 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell,
+                                 hmkeras.MultiplicativeLSTMCell])
+def test_matches_reference_other_cells(cls):
+    keras.utils.set_random_seed(1)
+    cell = cls([4, 3], dtype="float64") if cls is not hmkeras.MultiplicativeLSTMCell \
+        else cls(4, dtype="float64")
+    wrapper = AttentionWrapper(cell, 3, "combined", hierarchy_layers="top",
+                               return_cell_output=True, return_attention=True,
+                               dtype="float64")
+    x = np.random.default_rng(1).normal(size=(2, 8, F))
+    parts = _run(wrapper, x)
+    cell_output = parts.cell_output
+    hs = cell.split_outputs(cell_output)[0][-1] if hasattr(cell, "split_outputs") \
+        else cell_output
+    expected, weights = _reference(wrapper, np.asarray(hs))
+    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+
+
+def test_reset_flag_empties_memory():
+    keras.utils.set_random_seed(2)
+    rng = np.random.default_rng(2)
+    resets = np.zeros((B, T), bool)
+    resets[0, 2] = resets[1, 6] = True
+    x = np.concatenate([rng.normal(size=(B, T, F)), resets[..., None]], axis=-1)
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(5, dtype="float64"), M,
+                               reset_flag=True, return_cell_output=True,
+                               return_attention=True, dtype="float64")
+    parts = _run(wrapper, x)
+    expected, weights = _reference(wrapper, np.asarray(parts.cell_output), resets)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    assert np.all(np.asarray(parts.attention)[0, 3] == 0.0)  # empty after the reset
+
+
+def test_never_looks_at_the_future():
+    keras.utils.set_random_seed(3)
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(5, dtype="float64"), M, "combined",
+                               return_attention=True, dtype="float64")
+    rnn = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")
+    x = np.random.default_rng(3).normal(size=(B, T, F))
+    y = np.asarray(rnn(x))
+    for cut in (1, 5, T - 1):
+        changed = x.copy()
+        changed[:, cut:] += 10.0
+        z = np.asarray(rnn(changed))
+        np.testing.assert_array_equal(y[:, :cut], z[:, :cut])
+        assert not np.allclose(y[:, cut], z[:, cut])
+
+
+def test_empty_memory_has_zero_context_and_finite_gradients():
+    keras.utils.set_random_seed(4)
+    import tensorflow as tf
+
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(3), 2, "combined")
+    rnn = keras.layers.RNN(wrapper, return_sequences=True)
+    x = tf.constant(np.random.default_rng(4).normal(size=(2, 3, F)), tf.float32)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(rnn(x) ** 2)
+    grads = tape.gradient(loss, rnn.trainable_variables)
+    assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+    # Step 1: c_1 = 0, so the output is W[:h] h_1 + b.
+    states = wrapper.get_initial_state(batch_size=2)
+    out, _ = wrapper(x[:, 0], states)
+    cell_out, _ = wrapper.cell(x[:, 0], states[:2])
+    size = 3
+    expected = cell_out.numpy() @ wrapper.output_kernel.numpy()[:size] \
+        + wrapper.output_bias.numpy()
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-6)
+
+
+def test_state_and_output_layout():
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(6), 5, "single", units=2,
+                               return_cell_output=True, return_attention=True)
+    assert wrapper.state_size == [6, 6, 30, 5, 1]
+    assert wrapper.output_size == 2 + 6 + 5
+    combined = AttentionWrapper(keras.layers.LSTMCell(6), 5, "combined", attention_units=4)
+    assert combined.state_size == [6, 6, 30, 20, 1]
+    assert combined.output_size == 6
+
+
+def test_weights_of_a_model_trained_without_return_attention():
+    keras.utils.set_random_seed(5)
+    x = np.random.default_rng(5).normal(size=(B, T, F))
+    trained = keras.layers.RNN(AttentionWrapper(keras.layers.LSTMCell(5), M, "combined"),
+                               return_sequences=True)
+    y = np.asarray(trained(x))
+    plotting = keras.layers.RNN(
+        AttentionWrapper(keras.layers.LSTMCell(5), M, "combined", return_attention=True),
+        return_sequences=True)
+    plotting.build(x.shape)
+    plotting.set_weights(trained.get_weights())
+    parts = plotting.cell.split_outputs(plotting(x))
+    np.testing.assert_allclose(np.asarray(parts.output), y, atol=1e-6)
+    assert parts.attention.shape == (B, T, M)
+
+
+def test_kernels_of_one_shape_start_different():
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(4), 3, "combined")
+    keras.layers.RNN(wrapper)(np.zeros((1, 2, F), "float32"))
+    assert not np.allclose(wrapper.key_kernel.numpy(), wrapper.query_kernel.numpy())
+    # A seeded initializer keeps the wrapper reproducible.
+    seeded = [AttentionWrapper(keras.layers.LSTMCell(4), 3, "combined",
+                               kernel_initializer=keras.initializers.GlorotUniform(seed=1))
+              for _ in range(2)]
+    for wrapper in seeded:
+        wrapper.build((None, F))
+    np.testing.assert_array_equal(seeded[0].query_kernel.numpy(),
+                                  seeded[1].query_kernel.numpy())
