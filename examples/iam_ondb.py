@@ -1,0 +1,396 @@
+r"""Handwriting generation with the HM-LSTM (Chung et al. 2017, Section 4.2).
+
+Trains `(dx, dy, pen_up) -> RNN(cell) -> gated output embedding ->
+mixture density (Graves 2013)` on whole lines (mini-batches padded to their
+longest line, every line starting from the zero state), with Adam and
+slope annealing `a = min(3, 1 + 0.004 * epoch)` (Chung et al.'s IAM-OnDB
+schedule). Then it reports the average log-likelihood per test sequence
+(Table 3's measure, in nats, on the normalized offsets), the boundary rates
+and how well the boundaries of z^1 and z^2 agree with the pen-ups (stroke
+ends) and, on the embedded set, with the glyph ends (precision / recall /
+F1, `hmkeras.analysis.boundary_metrics`, each with the reference placed on
+the pen-up point and on the point before it; the best is the headline);
+draws a validation line coloured by the segments of z^2 next to those of
+the pen-ups (Fig. 5, `fig5_segments.png`); exports a stateless step model
+(`step_model/`) and draws sampled handwriting from it (`samples.png`; more
+with `examples/sample_handwriting.py`).
+
+Data (`--dataset`):
+
+* `embedded` (default, offline): `hmkeras.data.synthetic_strokes
+  .SyntheticStrokes`, generated glyph lines with known stroke and glyph
+  boundaries;
+* `iam_ondb`: IAM-OnDB through the TFDS builder `hmkeras.data.iam_ondb`;
+  register at https://fki.tic.heia-fr.ch/databases/iam-on-line-handwriting-database,
+  download lineStrokes-all.tar.gz and pass its folder as --manual_dir.
+
+Everything goes to `--output_dir` (default `runs/handwriting_<dataset>_<cell>`):
+`checkpoints/` (resumed automatically at the last finished epoch:
+weights, optimizer, slope, epoch), `logs/` (TensorBoard: loss, NLL per
+sequence, z rates, slope), `model_config.json`, `settings.json`,
+`results.json`, `fig5_segments.png`, `samples.png`, `step_model/`.
+
+Examples:
+
+    python examples/iam_ondb.py                       # embedded set, paper sizes
+    python examples/iam_ondb.py --units=64 --output_units=64 --max_epochs=20
+    python examples/iam_ondb.py --cell=lstm
+    python examples/iam_ondb.py --tiny --output_dir=/tmp/smoke
+    python examples/iam_ondb.py --dataset=iam_ondb --manual_dir=~/data/iam
+    python examples/sample_handwriting.py --model_dir=runs/handwriting_embedded_hmlstm
+
+Rerunning into the same --output_dir resumes that run (the flags that shape
+the model must match; --overwrite starts afresh).
+"""
+
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# `--tiny` shrinks the run (tests and smoke runs).
+TINY = dict(units=8, output_units=8, num_components=3, batch_size=4, max_epochs=1,
+            embedded_train=16, embedded_valid=4, embedded_test=4, sample_steps=30,
+            num_samples=2)
+DATASETS = ("embedded", "iam_ondb")
+CELLS = ("hmlstm", "lstm")
+# Flags that shape the model or the data: a resumed run must keep them.
+MODEL_FLAGS = ("cell", "units", "num_layers", "output_units", "num_components",
+               "layer_norm", "dataset", "seed", "embedded_train", "embedded_valid",
+               "embedded_test", "min_length", "batch_size", "learning_rate")
+
+FLAGS = flags.FLAGS
+_FLAGS_BEFORE = set(FLAGS)
+flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
+flags.DEFINE_enum("dataset", "embedded", list(DATASETS), "The stroke data.")
+flags.DEFINE_string("manual_dir", None, "--dataset=iam_ondb: the folder holding "
+                    "lineStrokes-all.tar.gz or the extracted lineStrokes/.")
+flags.DEFINE_string("data_dir", None, "TFDS data directory.")
+flags.DEFINE_integer("min_length", 300, "IAM-OnDB: drop lines with fewer points.",
+                     lower_bound=2)
+flags.DEFINE_integer("embedded_train", 400, "Embedded set: training lines.", lower_bound=1)
+flags.DEFINE_integer("embedded_valid", 50, "Embedded set: validation lines.", lower_bound=1)
+flags.DEFINE_integer("embedded_test", 50, "Embedded set: test lines.", lower_bound=1)
+flags.DEFINE_string("output_dir", None, "Default: runs/handwriting_<dataset>_<cell>.")
+flags.DEFINE_bool("overwrite", False, "Delete the run in --output_dir and start afresh.")
+flags.DEFINE_integer("seed", 0, "Seed of the initialization, data and sampling.",
+                     lower_bound=0)
+flags.DEFINE_enum("cell", "hmlstm", list(CELLS), "The recurrent cell.")
+flags.DEFINE_integer("units", 400, "Units of every recurrent layer.", lower_bound=1)
+flags.DEFINE_integer("num_layers", 3, "Recurrent layers.", lower_bound=2)
+flags.DEFINE_integer("output_units", 400, "Gated output embedding size.", lower_bound=1)
+flags.DEFINE_integer("num_components", 20, "Mixture components.", lower_bound=1)
+flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM-LSTM.")
+flags.DEFINE_integer("batch_size", 32, "Lines per batch.", lower_bound=1)
+flags.DEFINE_float("learning_rate", 3e-4, "Adam learning rate.")
+flags.DEFINE_float("clip_norm", 10.0, "Global gradient-norm clipping.")
+flags.DEFINE_integer("max_epochs", 200, "Epochs to train (in total).", lower_bound=1)
+flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, 1 + slope_rate * epoch).")
+flags.DEFINE_float("slope_max", 3.0, "Largest annealed slope (Chung et al.: 3).")
+flags.DEFINE_float("slope_rate", 0.004, "Slope increase per epoch (Chung et al.: 0.004).")
+flags.DEFINE_integer("monitor_interval", 50, "BoundaryMonitor interval (steps).",
+                     lower_bound=1)
+flags.DEFINE_integer("sample_steps", 400, "Steps of every sampled line.", lower_bound=1)
+flags.DEFINE_integer("num_samples", 4, "Sampled lines in samples.png.", lower_bound=1)
+flags.DEFINE_float("sample_bias", 1.0, "Graves' sampling bias (>= 0).")
+flags.DEFINE_integer("verbose", 1, "Keras verbosity.", lower_bound=0, upper_bound=2)
+_OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
+
+for _name, _ok, _text in (
+    ("learning_rate", lambda v: v > 0, "> 0"), ("clip_norm", lambda v: v > 0, "> 0"),
+    ("slope_max", lambda v: v >= 1, ">= 1"), ("slope_rate", lambda v: v >= 0, ">= 0"),
+    ("sample_bias", lambda v: v >= 0, ">= 0"),
+):
+    flags.register_validator(_name, lambda v, ok=_ok: math.isfinite(v) and ok(v),
+                             message=f"must be a finite number {_text}")
+
+
+class FlagError(ValueError):
+    """Flags, data or --output_dir that do not fit; reported in one line."""
+
+
+def resolve_settings(flag_values):
+    """The run's settings: the flags, then `--tiny` for flags not given."""
+    settings = {name: flag_values[name].value for name in flag_values if name in _OWN_FLAGS}
+    if flag_values.tiny:
+        for name, value in TINY.items():
+            if not flag_values[name].present:
+                settings[name] = value
+    if settings["dataset"] == "iam_ondb" and not settings["manual_dir"]:
+        raise FlagError(
+            "--dataset=iam_ondb needs --manual_dir=DIR, the folder with "
+            "lineStrokes-all.tar.gz or lineStrokes/ (register at "
+            "https://fki.tic.heia-fr.ch/databases/iam-on-line-handwriting-database); "
+            "--dataset=embedded needs no files.")
+    if settings["manual_dir"] and not os.path.isdir(os.path.expanduser(settings["manual_dir"])):
+        raise FlagError(f"--manual_dir must be an existing directory. "
+                        f"Received: --manual_dir={settings['manual_dir']!r}")
+    if not settings["output_dir"]:
+        settings["output_dir"] = os.path.join(
+            "runs", f"handwriting_{settings['dataset']}_{settings['cell']}")
+    return settings
+
+
+def load_data(s):
+    """`{split: [normalized (T, 3)]}`, `(mean, std)`, references, info."""
+    if s["dataset"] == "embedded":
+        from hmkeras.data.synthetic_strokes import SyntheticStrokes
+
+        data = SyntheticStrokes(seed=s["seed"], num_train=s["embedded_train"],
+                                num_valid=s["embedded_valid"], num_test=s["embedded_test"])
+        splits = {name: data.normalized(name) for name in ("train", "validation", "test")}
+        references = {name: {"strokes": data.stroke_ends(name), "glyphs": data.glyph_ends(name)}
+                      for name in ("validation", "test")}
+        return splits, (data.mean, data.std), references, {"source": "embedded"}
+    import tensorflow_datasets as tfds
+
+    from hmkeras.data import iam_ondb
+    from hmkeras.data.sources import DatasetFilesNotFoundError
+
+    # The default config drops lines under 300 points (Chung et al.); another
+    # threshold is a custom config, prepared in its own directory.
+    config = ("default" if s["min_length"] == 300 else iam_ondb.IamOnDbConfig(
+        name=f"min_length_{s['min_length']}", min_length=s["min_length"]))
+    builder = iam_ondb.IamOnDb(config=config, data_dir=s["data_dir"])
+    try:
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir=os.path.expanduser(s["manual_dir"])))
+    except DatasetFilesNotFoundError as error:
+        raise FlagError(str(error)) from None
+    splits = {name: iam_ondb.read_stroke_split(builder, name)
+              for name in ("train", "validation", "test")}
+    meta = builder.info.metadata
+    references = {name: {"strokes": [seq[:, 2].astype(np.int32) for seq in splits[name]]}
+                  for name in ("validation", "test")}
+    stats = (np.asarray(meta["offset_mean"]), np.asarray(meta["offset_std"]))
+    return splits, stats, references, {"source": meta.get("source"),
+                                       "num_lines": meta.get("num_lines")}
+
+
+class LineBatches:
+    """Padded batches of whole lines, reshuffled (seeded) every epoch."""
+
+    def __init__(self, sequences, batch_size, seed, shuffle=True):
+        from keras.utils import PyDataset
+
+        from hmkeras.models.handwriting_model import pad_sequences
+
+        outer = self
+
+        class _Batches(PyDataset):
+            def __len__(self):
+                return math.ceil(len(sequences) / batch_size)
+
+            def __getitem__(self, index):
+                rows = outer.order[index * batch_size : (index + 1) * batch_size]
+                return pad_sequences([sequences[i] for i in rows])
+
+        self.sequences, self.seed, self.shuffle = sequences, seed, shuffle
+        self.order = np.arange(len(sequences))
+        self.dataset = _Batches()
+
+    def set_epoch(self, epoch):
+        if self.shuffle:
+            self.order = np.random.default_rng([self.seed, epoch]).permutation(
+                len(self.sequences))
+
+
+def train(s, model, splits):
+    """Trains with Keras fit; resumes from `checkpoints/`; returns the epochs."""
+    import keras
+
+    import hmkeras
+    from hmkeras.training.handwriting_training import HandwritingTrainer
+    from hmkeras.training.training_state import TrainingCheckpoint
+
+    trainer = HandwritingTrainer(model)
+    trainer.compile(keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"]))
+    checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
+    progress = checkpoint.restore(trainer) or {"epoch": 0}
+    if progress["epoch"]:
+        print(f"Resumed from {checkpoint.path} at epoch {progress['epoch']}.")
+    batches = LineBatches(splits["train"], s["batch_size"], s["seed"])
+    valid = LineBatches(splits["validation"], s["batch_size"], s["seed"], shuffle=False)
+
+    import tensorflow as tf
+    from tensorflow.core.framework import summary_pb2
+
+    writer = tf.summary.create_file_writer(os.path.join(s["output_dir"], "logs"))
+    scalar = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+    class EpochEnd(keras.callbacks.Callback):
+        """Reshuffles, writes the logs as TensorBoard scalars (without the
+        `tensorboard` package that Keras' callback needs) and checkpoints."""
+
+        def on_epoch_begin(self, epoch, logs=None):
+            batches.set_epoch(epoch)
+
+        def on_epoch_end(self, epoch, logs=None):
+            with writer.as_default():
+                for name, value in (logs or {}).items():
+                    tf.summary.write(f"epoch_{name}", tf.constant(float(value)),
+                                     step=epoch + 1, metadata=scalar)
+            writer.flush()
+            checkpoint.save(trainer, {"epoch": epoch + 1})
+
+    callbacks = []
+    if model.is_hierarchical:
+        rate, top = s["slope_rate"], s["slope_max"]
+        if s["slope_schedule"]:  # Chung et al. Sec. 4.2: min(3, 1 + 0.004 epoch)
+            callbacks.append(hmkeras.SlopeAnnealing(lambda epoch: min(top, 1.0 + rate * epoch)))
+        callbacks.append(hmkeras.BoundaryMonitor(interval=s["monitor_interval"],
+                                                 verbose=int(s["verbose"] > 0)))
+    callbacks.append(EpochEnd())  # last: sees the slope and z rates in the logs
+    if progress["epoch"] < s["max_epochs"]:
+        trainer.fit(batches.dataset, validation_data=valid.dataset,
+                    initial_epoch=progress["epoch"], epochs=s["max_epochs"],
+                    callbacks=callbacks, verbose=s["verbose"])
+    return max(progress["epoch"], s["max_epochs"])
+
+
+def boundary_agreement(model, sequences, references):
+    """Per boundary layer and reference unit: `aligned_boundary_scores` of
+    the boundaries read over every line (zero state per line), the
+    reference on the pen-up / last point (`"on_end"`) and one step before
+    (`"before_end"`); tolerance 0 and 1. Also the z rates."""
+    from hmkeras.analysis import boundary_metrics
+
+    z = np.concatenate([model.boundaries(model.read(seq)[1]) for seq in sequences])
+    out = {"z_rates": z.mean(axis=0).tolist()}
+    for unit, ends in references.items():
+        ref = np.concatenate(ends).astype(np.float32)
+        aligned = {"on_end": ref, "before_end": np.append(ref[1:], 0.0)}
+        for layer in range(z.shape[1]):
+            for tolerance in (0, 1):
+                scores = boundary_metrics.aligned_boundary_scores(
+                    z[:, layer], aligned, tolerance)
+                key = f"z{layer + 1}_vs_{unit}" + ("_tolerance_1" if tolerance else "")
+                out[key] = scores.as_dict()
+    return out
+
+
+def run(s):
+    """Trains, evaluates, draws and exports; returns the results dict."""
+    started = time.time()
+    out_dir = s["output_dir"]
+    if s["overwrite"]:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    settings_path = os.path.join(out_dir, "settings.json")
+    if os.path.exists(settings_path):
+        with open(settings_path) as f:
+            old = json.load(f)
+        changed = {k: (old.get(k), s[k]) for k in MODEL_FLAGS if old.get(k) != s[k]}
+        if changed:
+            raise FlagError(
+                f"--output_dir={out_dir!r} holds a run with other settings "
+                f"({', '.join(f'--{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
+                "choose another --output_dir or add --overwrite.")
+    splits, (mean, std), references, info = load_data(s)
+    import keras
+
+    from hmkeras.analysis.handwriting_plot import plot_handwriting, plot_segments
+    from hmkeras.data.stroke_offsets import denormalize_offsets
+    from hmkeras.models.char_language_model import keep_saved_layers
+    from hmkeras.models.handwriting_model import HandwritingModel
+    from hmkeras.models.handwriting_model import HandwritingModelConfig
+    from hmkeras.training.handwriting_step_export import (
+        export_handwriting_step_model, generate_strokes)
+
+    keras.utils.set_random_seed(s["seed"])
+    config = HandwritingModelConfig(
+        cell=s["cell"], units=s["units"], num_layers=s["num_layers"],
+        output_units=s["output_units"], num_components=s["num_components"],
+        layer_norm=s["layer_norm"], seed=s["seed"])
+    # A resumed run keeps the recurrent layers its checkpoints were made with.
+    model = HandwritingModel(keep_saved_layers(config, out_dir))
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "model_config.json"), "w") as f:
+        f.write(model.config.to_json())
+    with open(settings_path, "w") as f:
+        json.dump(s, f, indent=2, sort_keys=True)
+    print(f"{s['cell']}: {model.count_params():,} parameters; "
+          f"{len(splits['train'])} training lines.")
+    epochs = train(s, model, splits)
+    test_ll = model.sequence_log_likelihoods(splits["test"], batch_size=s["batch_size"])
+    valid_ll = model.sequence_log_likelihoods(splits["validation"],
+                                              batch_size=s["batch_size"])
+    results = {
+        "cell": s["cell"], "dataset": s["dataset"], "parameters": model.count_params(),
+        "epochs": epochs, "seed": s["seed"],
+        "test_log_likelihood_per_sequence": float(test_ll.mean()),
+        "valid_log_likelihood_per_sequence": float(valid_ll.mean()),
+        "test_sequences": len(test_ll),
+        "test_mean_length": float(np.mean([len(q) for q in splits["test"]])),
+        "offset_mean": np.asarray(mean).tolist(), "offset_std": np.asarray(std).tolist(),
+        **info,
+    }
+    # Fig. 5: a randomly picked validation line, segments of z^2 vs pen-ups.
+    pick = int(np.random.default_rng(s["seed"]).integers(len(splits["validation"])))
+    line = splits["validation"][pick]
+    raw_line = denormalize_offsets(line, mean, std)
+    segmentations = {"pen-up": line[:, 2]}
+    if model.is_hierarchical:
+        results["boundaries"] = boundary_agreement(
+            model, splits["test"], references["test"])
+        z = model.boundaries(model.read(line)[1])
+        segmentations["z^2"] = z[:, 1]
+    results["fig5_png"] = plot_segments(os.path.join(out_dir, "fig5_segments.png"),
+                                        raw_line, segmentations)
+    step_dir = export_handwriting_step_model(model, os.path.join(out_dir, "step_model"),
+                                             mean, std)
+    import tensorflow as tf
+
+    lines = generate_strokes(tf.saved_model.load(step_dir), s["sample_steps"],
+                             s["num_samples"], bias=s["sample_bias"], seed=s["seed"])
+    results["samples_png"] = plot_handwriting(
+        os.path.join(out_dir, "samples.png"), lines,
+        [f"sample {i + 1} (bias {s['sample_bias']})" for i in range(len(lines))])
+    results["step_model"] = step_dir
+    results["wall_seconds"] = time.time() - started
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    _print_summary(results)
+    return results
+
+
+def _print_summary(r):
+    print("\n=== results ===")
+    print(f"{r['cell']}, {r['parameters']:,} parameters, {r['epochs']} epochs, "
+          f"{r['wall_seconds']:.0f} s")
+    print(f"average log-likelihood per test sequence: "
+          f"{r['test_log_likelihood_per_sequence']:.2f} nats "
+          f"({r['test_sequences']} lines, mean length {r['test_mean_length']:.0f})")
+    b = r.get("boundaries")
+    if b:
+        print("z rates " + ", ".join(f"z^{i + 1} {v:.3f}" for i, v in enumerate(b["z_rates"])))
+        for key, scores in b.items():
+            if key != "z_rates" and not key.endswith("tolerance_1"):
+                loose = b.get(key + "_tolerance_1")
+                print(f"{key}: P {scores['precision']:.3f} R {scores['recall']:.3f} "
+                      f"F1 {scores['f1']:.3f} ({scores['alignment']}; tolerance 1: "
+                      f"F1 {loose['f1']:.3f})")
+    print(f"wrote {r['fig5_png']}, {r['samples_png']} and {r['step_model']}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    try:
+        run(resolve_settings(FLAGS))
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+
+
+if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
+    app.run(main, flags_parser=parse_flags)

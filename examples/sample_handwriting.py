@@ -1,0 +1,87 @@
+r"""Draws handwriting from a step model exported by `examples/iam_ondb.py`.
+
+The SavedModel (`hmkeras.training.handwriting_step_export`) has no hidden
+state: `generate_strokes` asks it for the zero state, feeds one
+`(dx, dy, pen_up)` step at a time, samples the next step from the returned
+mixture parameters (Graves' bias sharpens them) and carries the state
+itself. The lines go to a PNG (and, with --output_npz, to a NumPy file).
+
+    python examples/sample_handwriting.py \
+        --model_dir=runs/handwriting_embedded_hmlstm --bias=1.0 --steps=500 \
+        --num_samples=4 --output=samples.png
+"""
+
+import math
+import os
+import sys
+
+from absl import app
+from absl import flags
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "The exported step SavedModel, or the run "
+                    "directory of examples/iam_ondb.py that holds it (step_model/).")
+flags.DEFINE_integer("steps", 400, "Steps per line.", lower_bound=1)
+flags.DEFINE_integer("num_samples", 4, "Lines to draw.", lower_bound=1)
+flags.DEFINE_float("bias", 1.0, "Graves' sampling bias (>= 0; 0: no sharpening).")
+flags.DEFINE_float("temperature", 1.0, "Sampling temperature (> 0).")
+flags.DEFINE_integer("seed", 0, "Seed of the sampler.", lower_bound=0)
+flags.DEFINE_string("output", "handwriting_samples.png", "PNG to write.")
+flags.DEFINE_string("output_npz", None, "Also save the lines (raw offsets) here.")
+flags.register_validator("bias", lambda v: math.isfinite(v) and v >= 0,
+                         message="must be a finite number >= 0")
+flags.register_validator("temperature", lambda v: math.isfinite(v) and v > 0,
+                         message="must be a finite number > 0")
+flags.mark_flag_as_required("model_dir")
+
+
+class FlagError(ValueError):
+    """A --model_dir without a step model; reported in one line."""
+
+
+def find_step_model(path):
+    """`path` or `path/step_model`, whichever holds a saved_model.pb."""
+    path = os.path.expanduser(path)
+    for candidate in (path, os.path.join(path, "step_model")):
+        if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
+            return candidate
+    raise FlagError(f"--model_dir={path!r} holds no step model (saved_model.pb in it "
+                    "or in its step_model/); did examples/iam_ondb.py finish?")
+
+
+def draw(model_dir, steps, num_samples, bias, temperature, seed, output, output_npz=None):
+    """Samples `num_samples` lines and writes them; returns the lines."""
+    import tensorflow as tf
+
+    from hmkeras.analysis.handwriting_plot import plot_handwriting
+    from hmkeras.training.handwriting_step_export import generate_strokes
+
+    loaded = tf.saved_model.load(find_step_model(model_dir))
+    lines = generate_strokes(loaded, steps, num_samples, bias=bias,
+                             temperature=temperature, seed=seed)
+    plot_handwriting(output, lines, [f"sample {i + 1}, bias {bias}, temperature "
+                                     f"{temperature}" for i in range(len(lines))])
+    if output_npz:
+        np.savez(output_npz, *lines)
+    return lines
+
+
+def main(argv):
+    del argv
+    try:
+        lines = draw(FLAGS.model_dir, FLAGS.steps, FLAGS.num_samples, FLAGS.bias,
+                     FLAGS.temperature, FLAGS.seed, FLAGS.output, FLAGS.output_npz)
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+    pen_ups = sum(int(line[:, 2].sum()) for line in lines)
+    print(f"wrote {FLAGS.output}: {len(lines)} lines of {FLAGS.steps} steps, "
+          f"{pen_ups} pen-ups")
+
+
+if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
+    app.run(main, flags_parser=parse_flags)

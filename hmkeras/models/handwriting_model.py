@@ -1,0 +1,247 @@
+"""Handwriting models: RNN(cell) -> output module -> mixture density.
+
+`HandwritingModel` builds the network of Chung et al. (2017, Section 4.2),
+"the same model architecture as used in the character-level language
+model, except that the output layer is modified to predict real-valued
+outputs" with Graves' (2013) mixture density output:
+
+    (dx, dy, pen_up) -> recurrent layer -> output module -> MixtureDensityOutput
+
+The cells (`"hmlstm"`, `"hmrnn"`, `"lstm"`, `"mlstm"`) and output modules
+(`"gated"`, Chung et al. Eq. 11-12; `"simple"`; `"none"`) are those of
+`hmkeras.models.char_language_model.CharLanguageModel`, whose machinery this
+class reuses (it is a subclass: the recurrent layers, sequence layers
+unless `sequence_layer=False`, `zero_state`, `boundaries`, `hiddens`,
+`set_slope`, `count_params`). The input is the real-valued step itself (no
+embedding). The Keras model `network` is stateless, like the char model's:
+
+    network([strokes (batch, time, 3), state_0, ..., state_k])
+        -> [params (batch, time, 6M+1), rnn_outputs, state_0', ..., state_k']
+
+`params` follow the packed layout of
+`hmkeras.heads.mixture_density_output`; step t predicts step t+1.
+`sequence_log_likelihoods` gives Table 3's measure (the log-likelihood of
+each whole sequence, summed over its predicted steps).
+
+Example:
+
+>>> import numpy as np
+>>> model = HandwritingModel(cell="hmlstm", units=8, output_units=8,
+...                          num_components=3)
+>>> state = model.zero_state(2)
+>>> params, rnn_outputs, *state = model.network(
+...     [np.zeros((2, 5, 3), "float32"), *state])
+>>> tuple(params.shape), tuple(model.boundaries(rnn_outputs).shape)
+((2, 5, 19), (2, 5, 2))
+>>> model.sequence_log_likelihoods([np.zeros((4, 3), "float32")]).shape
+(1,)
+"""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+
+from hmkeras.cells import argument_checks
+from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
+from hmkeras.heads.mixture_density_output import MixtureDensityOutput
+from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
+from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
+from hmkeras.models.char_language_model import CharLanguageModel
+from hmkeras.models.char_language_model import check_recurrent_fields
+from hmkeras.models.char_language_model import run_layers
+from hmkeras.models.char_language_model import state_sizes
+from hmkeras.models.char_language_model import with_legacy_layers
+from hmkeras.models.config_signature import keyword_signature
+
+#: Features per step: dx, dy, pen_up.
+STEP_FEATURES = 3
+
+
+@dataclasses.dataclass
+class HandwritingModelConfig:
+    """Everything needed to rebuild a `HandwritingModel` (JSON-able).
+
+    Defaults are Chung et al.'s IAM-OnDB setup: 3 x 400 HM-LSTM, gated
+    output embedding of 400, and Graves' 20 mixture components.
+
+    Attributes:
+        cell, units, num_layers, output, output_units: As in
+            `CharLanguageModelConfig` (400 units and output units here).
+        boundary_mode, slope, layer_norm, top_down, copy_last: As there.
+        boundary_bias, dropout, recurrent_dropout: As there.
+        weight_normalization, multiplicative_units, l2, seed: As there.
+        num_components: Number M of bivariate Gaussians of the output.
+        sequence_layer: As there: the cell's sequence layer (True) or
+            `keras.layers.RNN(cell)`; `from_json` of a configuration
+            saved without it gives False.
+    """
+
+    cell: str = "hmlstm"
+    units: int = 400
+    num_layers: int = 3
+    output: str = "gated"
+    output_units: int = 400
+    num_components: int = 20
+    boundary_mode: str = "step"
+    slope: float = 1.0
+    layer_norm: bool = True
+    top_down: bool = True
+    copy_last: bool = False
+    boundary_bias: float = 0.0
+    dropout: float = 0.0
+    recurrent_dropout: float = 0.0
+    weight_normalization: bool = False
+    multiplicative_units: int = 0
+    l2: float = 0.0
+    seed: int = None
+    sequence_layer: bool = True
+
+    def __post_init__(self):
+        # Checked and stored as Python values, as in `CharLanguageModelConfig`.
+        check_recurrent_fields(self, positive=("units", "num_layers", "num_components"))
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text):
+        return cls(**with_legacy_layers(json.loads(text)))
+
+
+class HandwritingModel(CharLanguageModel):
+    """A pen-stroke model whose Keras `network` takes and returns the state.
+
+    Args:
+        config: A `HandwritingModelConfig`, or None to build one from the
+            keyword arguments, which are its fields (keyword-only, used
+            only when `config` is None):
+        cell, units, num_layers, output, output_units, num_components: See
+            `HandwritingModelConfig`.
+        boundary_mode, slope, layer_norm, top_down, copy_last: Ditto.
+        boundary_bias, dropout, recurrent_dropout: Ditto.
+        weight_normalization, multiplicative_units, l2, seed: Ditto.
+        sequence_layer: Ditto.
+
+    Attributes:
+        config, network, state_sizes, layer_sizes, hierarchical_cell: As in
+            `CharLanguageModel`.
+        mixture: The `MixtureDensityOutput` layer.
+        boundary_rate_regularizer: Always None (no such option here).
+    """
+
+    def __init__(self, config=None, **kwargs):
+        if config is None:
+            config = HandwritingModelConfig(**kwargs)
+        elif kwargs:
+            raise ValueError("Give either `config` or keyword arguments, not both.")
+        elif not isinstance(config, HandwritingModelConfig):
+            raise ValueError(
+                "`config` must be a HandwritingModelConfig or None. "
+                f"Received: config={config!r}"
+            )
+        self.config = config
+        self.hierarchical_cell = None
+        self.boundary_rate_regularizer = None
+        self.network = self._build()
+
+    def _build(self):
+        c = self.config
+        if c.seed is not None:
+            keras.utils.set_random_seed(c.seed)
+        # The layers of the char model (`CharLanguageModel._recurrent_layers`).
+        rnn_layers, self.layer_sizes = self._recurrent_layers()
+        self.state_sizes = state_sizes(rnn_layers)
+        strokes = keras.Input((None, STEP_FEATURES), name="strokes")
+        states = [keras.Input((size,), name=f"state_{i}")
+                  for i, size in enumerate(self.state_sizes)]
+        outputs, new_states = run_layers(rnn_layers, strokes, states)
+        rnn_outputs = (outputs[0] if len(outputs) == 1
+                       else keras.layers.Concatenate(name="all_layers")(outputs))
+        reg = self._regularizer()
+        hidden = rnn_outputs
+        if c.output == "gated":  # Chung et al. Eq. (11)-(12)
+            hidden = GatedOutputEmbedding(
+                c.output_units, layer_sizes=self.layer_sizes,
+                kernel_regularizer=reg, name="output_embedding")(rnn_outputs)
+        elif c.output == "simple":  # Kadar et al. SimplerOut
+            hidden = SimpleOutputEmbedding(
+                c.output_units, layer_sizes=self.layer_sizes,
+                kernel_regularizer=reg, name="output_embedding")(rnn_outputs)
+        elif self.hierarchical_cell is not None:
+            hidden = keras.layers.Lambda(
+                lambda y: y[..., : sum(self.layer_sizes)], name="hiddens")(rnn_outputs)
+        self.mixture = MixtureDensityOutput(
+            c.num_components, kernel_regularizer=reg, name="mixture")
+        params = self.mixture(hidden)  # Graves Eq. (17)
+        return keras.Model([strokes, *states], [params, rnn_outputs, *new_states],
+                           name=f"handwriting_{c.cell}")
+
+    # ------------------------------------------------------------------
+    def read(self, sequence):
+        """Runs one `(T, 3)` sequence from the zero state.
+
+        Returns:
+            `(params (T, 6M+1), rnn_outputs (T, output_size))` as NumPy.
+        """
+        sequence = np.asarray(sequence, np.float32)[None]
+        params, rnn_outputs, *_ = self.network(
+            [sequence, *self.zero_state(1)], training=False)
+        return (keras.ops.convert_to_numpy(params)[0],
+                keras.ops.convert_to_numpy(rnn_outputs)[0])
+
+    def sequence_log_likelihoods(self, sequences, batch_size=16):
+        """Log-likelihood (nats) of every sequence (Chung et al. Table 3).
+
+        Step t's output predicts step t+1 (Graves Eq. 26), so a sequence
+        of T steps contributes the T - 1 predictions of steps 2..T; the
+        model starts from the zero state for every sequence.
+
+        Args:
+            sequences: List of `(T_i, 3)` arrays (normalized offsets).
+            batch_size: Sequences per forward pass (padded to the longest).
+
+        Returns:
+            `(len(sequences),)` float64 array of `sum_t log Pr(x_{t+1} | y_t)`.
+        """
+        batch_size = argument_checks.check_positive_int("batch_size", batch_size)
+        out = []
+        for start in range(0, len(sequences), batch_size):
+            chunk = sequences[start : start + batch_size]
+            inputs, targets, weights = pad_sequences(chunk)
+            params = self.network([inputs, *self.zero_state(len(chunk))],
+                                  training=False)[0]
+            nll = keras.ops.convert_to_numpy(
+                mixture_negative_log_likelihood(params, targets))
+            out.extend(-(nll.astype(np.float64) * weights).sum(axis=1))
+        return np.asarray(out, np.float64)
+
+
+def pad_sequences(sequences, length=None):
+    """Inputs, targets and step weights of a batch of `(T_i, 3)` sequences.
+
+    Inputs are steps `0..T_i-2`, targets steps `1..T_i-1` (next-step
+    prediction), zero-padded at the end to `length` (default: the longest
+    `T_i - 1`); `weights` is 1 on real steps and 0 on padding.
+
+    Returns:
+        `(inputs (B, L, 3), targets (B, L, 3), weights (B, L))` float32.
+    """
+    sizes = [len(s) - 1 for s in sequences]
+    if min(sizes) < 1:
+        raise ValueError("Every sequence needs at least 2 steps.")
+    length = max(sizes) if length is None else length
+    inputs = np.zeros((len(sequences), length, STEP_FEATURES), np.float32)
+    targets = np.zeros_like(inputs)
+    weights = np.zeros((len(sequences), length), np.float32)
+    for row, sequence in enumerate(sequences):
+        n = min(len(sequence) - 1, length)
+        inputs[row, :n] = sequence[:n]
+        targets[row, :n] = sequence[1 : n + 1]
+        weights[row, :n] = 1.0
+    return inputs, targets, weights
+
+
+# The configuration's fields as keyword-only parameters (`help()` lists them).
+HandwritingModel.__signature__ = keyword_signature(HandwritingModelConfig)

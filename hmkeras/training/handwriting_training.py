@@ -1,0 +1,113 @@
+"""Whole-sequence training of a `HandwritingModel` with Keras `fit`.
+
+Chung et al. (2017, Section 4.2) train on whole IAM-OnDB lines (mini-batches
+of 32). `HandwritingTrainer` wraps the stateless network of a
+`hmkeras.models.handwriting_model.HandwritingModel`: every batch starts from
+the zero state, its loss is the mixture negative log-likelihood (Graves
+2013, Eq. 26) averaged over the real (weight 1) steps of the padded batch,
+and it logs
+
+* `loss`: that per-step mean (nats),
+* `nll_per_sequence`: the summed NLL divided by the number of sequences
+  (the negative of Table 3's measure, for the batches seen),
+* `z_rate_1 ... z_rate_{L-1}` (hierarchical cells): the batch's boundary
+  rates over the real steps, read by `hmkeras.BoundaryMonitor`.
+
+Batches are `(inputs, targets, weights)` as made by
+`hmkeras.models.handwriting_model.pad_sequences`.
+
+Example:
+
+>>> import keras, numpy as np
+>>> from hmkeras.models.handwriting_model import HandwritingModel, pad_sequences
+>>> model = HandwritingModel(units=4, output_units=4, num_components=2)
+>>> trainer = HandwritingTrainer(model)
+>>> trainer.compile(keras.optimizers.Adam(0.01))
+>>> x, y, w = pad_sequences([np.zeros((6, 3), "float32")] * 2)
+>>> history = trainer.fit(x, y, sample_weight=w, batch_size=2, verbose=0)
+>>> sorted(history.history)
+['loss', 'nll_per_sequence', 'z_rate_1', 'z_rate_2']
+"""
+
+import keras
+import tensorflow as tf
+
+from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
+
+
+class HandwritingTrainer(keras.Model):
+    """Trains a `HandwritingModel` on padded whole sequences.
+
+    Args:
+        handwriting_model: A `HandwritingModel`.
+        **kwargs: Base model keyword arguments, such as `name`.
+
+    Call arguments:
+        inputs: `(batch, time, 3)` strokes. Returns the mixture parameters,
+            the RNN starting from the zero state.
+    """
+
+    def __init__(self, handwriting_model, **kwargs):
+        if not (isinstance(getattr(handwriting_model, "network", None), keras.Model)
+                and hasattr(handwriting_model, "mixture")):
+            raise ValueError(
+                "`handwriting_model` must be a hmkeras HandwritingModel. "
+                f"Received: handwriting_model={handwriting_model!r}"
+            )
+        super().__init__(**kwargs)
+        self.handwriting_model = handwriting_model
+        self.network = handwriting_model.network
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.sequence_tracker = keras.metrics.Mean(name="nll_per_sequence")
+        self.built = True
+
+    def _run(self, inputs, training):
+        batch = tf.shape(inputs)[0]
+        zeros = [tf.zeros([batch, size]) for size in self.handwriting_model.state_sizes]
+        params, rnn_outputs, *_ = self.network([inputs, *zeros], training=training)
+        return params, rnn_outputs
+
+    def call(self, inputs, training=False):
+        return self._run(inputs, training)[0]
+
+    def _sequence_losses(self, data, training):
+        inputs, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
+        if weights is None:
+            weights = tf.ones(tf.shape(inputs)[:2])
+        weights = tf.cast(weights, tf.float32)
+        params, rnn_outputs = self._run(inputs, training)
+        nll = mixture_negative_log_likelihood(params, targets) * weights
+        total = tf.reduce_sum(nll)
+        loss = total / tf.maximum(tf.reduce_sum(weights), 1.0)
+        penalty = sum(self.network.losses) if self.network.losses else 0.0
+        per_sequence = total / tf.cast(tf.shape(inputs)[0], tf.float32)
+        return loss + penalty, per_sequence, rnn_outputs, weights
+
+    def _logs(self, loss, per_sequence, rnn_outputs, weights):
+        self.loss_tracker.update_state(loss)
+        self.sequence_tracker.update_state(per_sequence)
+        logs = {"loss": self.loss_tracker.result(),
+                "nll_per_sequence": self.sequence_tracker.result()}
+        model = self.handwriting_model
+        if model.is_hierarchical:
+            z = tf.cast(model.boundaries(rnn_outputs), tf.float32)
+            rates = tf.reduce_sum(z * weights[..., None], axis=[0, 1]) / tf.maximum(
+                tf.reduce_sum(weights), 1.0)
+            for index in range(model.hierarchical_cell.num_layers - 1):
+                logs[f"z_rate_{index + 1}"] = rates[index]
+        return logs
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            loss, per_sequence, rnn_outputs, weights = self._sequence_losses(data, True)
+            scaled = self.optimizer.scale_loss(loss)
+        variables = self.trainable_variables
+        self.optimizer.apply(tape.gradient(scaled, variables), variables)
+        return self._logs(loss, per_sequence, rnn_outputs, weights)
+
+    def test_step(self, data):
+        return self._logs(*self._sequence_losses(data, False))
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.sequence_tracker]

@@ -1,0 +1,89 @@
+"""examples/iam_ondb.py end to end (--tiny, embedded set), resuming, and
+examples/sample_handwriting.py on the exported step model in a new process."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from example_modules import ROOT, load_example
+
+iam_ondb = load_example("iam_ondb")
+FLAGS = iam_ondb.FLAGS
+
+
+def _settings(*args):
+    FLAGS.unparse_flags()
+    FLAGS(["iam_ondb", *args])
+    return iam_ondb.resolve_settings(FLAGS)
+
+
+def _is_png(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tiny_run_resume_and_sampling(tmp_path):
+    out = str(tmp_path / "run")
+    results = iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0"))
+    with open(os.path.join(out, "results.json")) as f:
+        saved = json.load(f)
+    assert saved["test_log_likelihood_per_sequence"] == pytest.approx(
+        results["test_log_likelihood_per_sequence"])
+    assert saved["test_sequences"] == 4 and saved["epochs"] == 1
+    assert np.isfinite(saved["test_log_likelihood_per_sequence"])
+    boundaries = saved["boundaries"]
+    assert len(boundaries["z_rates"]) == 2
+    for key in ("z2_vs_strokes", "z2_vs_glyphs", "z1_vs_strokes_tolerance_1"):
+        scores = boundaries[key]
+        assert set(scores["by_alignment"]) == {"on_end", "before_end"}
+        assert scores["f1"] == max(v["f1"] for v in scores["by_alignment"].values())
+    for name in ("fig5_segments.png", "samples.png"):
+        assert _is_png(os.path.join(out, name)), name
+    assert os.listdir(os.path.join(out, "logs"))  # TensorBoard events
+    assert os.path.exists(os.path.join(out, "checkpoints", "latest", "progress.json"))
+
+    # Rerunning with one more epoch resumes at epoch 1.
+    again = iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0",
+                                   "--max_epochs=2"))
+    assert again["epochs"] == 2
+    with open(os.path.join(out, "checkpoints", "latest", "progress.json")) as f:
+        assert json.load(f)["epoch"] == 2
+    # A model flag that differs is refused there.
+    with pytest.raises(iam_ondb.FlagError, match="--units"):
+        iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--units=9"))
+
+    png = str(tmp_path / "drawn.png")
+    npz = str(tmp_path / "drawn.npz")
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "sample_handwriting.py"),
+         f"--model_dir={out}", "--steps=25", "--num_samples=2", "--bias=2",
+         f"--output={png}", f"--output_npz={npz}"],
+        capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _is_png(png)
+    with np.load(npz) as lines:
+        arrays = [lines[k] for k in lines.files]
+    assert [a.shape for a in arrays] == [(25, 3), (25, 3)]
+    assert all(set(np.unique(a[:, 2])) <= {0.0, 1.0} for a in arrays)
+    assert all(np.all(np.isfinite(a)) for a in arrays)
+
+
+def test_flag_errors(tmp_path):
+    with pytest.raises(iam_ondb.FlagError, match="--manual_dir"):
+        _settings("--dataset=iam_ondb")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    settings = _settings("--dataset=iam_ondb", f"--manual_dir={empty}",
+                         f"--data_dir={tmp_path / 'tfds'}",
+                         f"--output_dir={tmp_path / 'run'}")
+    with pytest.raises(iam_ondb.FlagError, match="register"):
+        iam_ondb.run(settings)
+    missing = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "sample_handwriting.py"),
+         f"--model_dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT})
+    assert missing.returncode != 0 and "holds no step model" in missing.stderr
