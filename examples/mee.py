@@ -1,0 +1,242 @@
+r"""Math expression evaluation with the RRNet (Jacob et al. 2018, Sec. 3.1, Table 2).
+
+Trains `hmkeras.models.ExpressionModel` (an encoder whose final state
+initialises a two-digit decoder LSTM) on MEE expressions of lengths 4 and 5
+and reports the test accuracy (both digits right) for every length 4-7, as
+in Table 2 of the paper, next to the paper's figures; then prints the trees
+the encoder builds for a few test expressions ("[" opens a sub-tree at a
+split, "]" closes it after a merge).
+
+Encoders (`--encoder`): `lstm` (baseline), `rrnet_supervised` (the true
+operations: split at "(", merge at ")", recur otherwise; the policy trained
+on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with a
+learned baseline and an entropy bonus; reward: correctness of the value,
+`--reward=likelihood` for minus the decoder's loss; greedy trees at test
+time) and `rrnet_random` (a random but fixed operation per symbol).
+
+The data come from `hmkeras.data.mee.generate_expressions` (plain Python,
+deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
+10,000 expressions per length (`--train_size=100000 --valid_size=10000
+--test_size=10000`, a GPU job); the defaults are a CPU-sized run.
+
+Examples:
+
+    python examples/mee.py --encoder=rrnet_supervised
+    python examples/mee.py --encoder=rrnet_reinforce --entropy_weight=0.01
+    python examples/mee.py --encoder=lstm --tiny        # a smoke test
+"""
+
+import json
+import os
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
+REWARDS = ("accuracy", "likelihood")
+# Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
+PAPER_TABLE_2 = {
+    "lstm": {"train": 75.80, 4: 81.32, 5: 67.65, 6: 52.70, 7: 41.35},
+    "rrnet_reinforce": {"train": 86.00, 4: 89.42, 5: 77.96, 6: 61.34, 7: 50.46},
+    "rrnet_supervised": {"train": 93.70, 4: 93.28, 5: 86.69, 6: 79.09, 7: 72.70},
+}
+TINY = dict(units=8, embedding_dim=4, train_size=48, valid_size=16, test_size=16,
+            epochs=1, batch_size=16, num_trees=2)
+
+FLAGS = flags.FLAGS
+_FLAGS_BEFORE = set(FLAGS)
+flags.DEFINE_enum("encoder", "rrnet_supervised", list(ENCODERS), "The encoder.")
+flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
+flags.DEFINE_integer("units", 64, "Encoder and decoder state size.", lower_bound=1)
+flags.DEFINE_integer("embedding_dim", 32, "Character embedding size.", lower_bound=1)
+flags.DEFINE_integer("max_depth", 10, "Stack slots of the RRNet cell.", lower_bound=1)
+flags.DEFINE_list("train_lengths", ["4", "5"], "Lengths to train (and validate) on.")
+flags.DEFINE_list("test_lengths", ["4", "5", "6", "7"], "Lengths to test on.")
+flags.DEFINE_integer("train_size", 3000, "Training expressions per length.", lower_bound=1)
+flags.DEFINE_integer("valid_size", 500, "Validation expressions per length.", lower_bound=1)
+flags.DEFINE_integer("test_size", 1000, "Test expressions per length.", lower_bound=1)
+flags.DEFINE_integer("epochs", 20, "Training epochs.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 64, "Batch size.", lower_bound=1)
+flags.DEFINE_float("learning_rate", 0.003, "Adam learning rate.", lower_bound=0)
+flags.DEFINE_float("clip_norm", 5.0, "Gradient-norm clipping.", lower_bound=0)
+flags.DEFINE_float("policy_weight", 1.0, "Weight of the policy loss.", lower_bound=0)
+flags.DEFINE_float("entropy_weight", 0.01, "REINFORCE entropy bonus.", lower_bound=0)
+flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
+                  "(the paper) or minus the decoder loss.")
+flags.DEFINE_integer("seed", 0, "Seed of the data and the model.", lower_bound=0)
+flags.DEFINE_integer("num_trees", 5, "Test expressions whose tree is printed.",
+                     lower_bound=0)
+flags.DEFINE_string("output_dir", None, "Where results.json goes (optional).")
+flags.DEFINE_integer("verbose", 2, "Keras verbosity (0, 1 or 2).", lower_bound=0,
+                     upper_bound=2)
+_OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
+
+
+class FlagError(ValueError):
+    """Flags that do not fit together; reported as one line."""
+
+
+def _lengths(name, values):
+    try:
+        lengths = [int(v) for v in values]
+    except ValueError:
+        lengths = []
+    if not lengths or min(lengths) < 1:
+        raise FlagError(f"--{name} must be positive integers, e.g. 4,5. "
+                        f"Received: --{name}={','.join(values)}")
+    return lengths
+
+
+def resolve_settings(flag_values):
+    """The run's settings: flags, `--tiny` for those not given explicitly."""
+    settings = {name: flag_values[name].value for name in flag_values
+                if name in _OWN_FLAGS}
+    if flag_values.tiny:
+        for name, value in TINY.items():
+            if not flag_values[name].present:
+                settings[name] = value
+    settings["train_lengths"] = _lengths("train_lengths", settings["train_lengths"])
+    settings["test_lengths"] = _lengths("test_lengths", settings["test_lengths"])
+    return settings
+
+
+def load_split(split, lengths, size, seed):
+    """`{length: [MeeExample]}` from the plain-Python generator."""
+    from hmkeras.data import mee
+
+    return {length: list(mee.generate_expressions(length, split, size, seed))
+            for length in lengths}
+
+
+def to_arrays(examples, width=None):
+    """`{"tokens", "operations"}` padded to `width` (default: the longest)
+    and the `(n, 2)` digit targets."""
+    import numpy as np
+
+    from hmkeras.data import mee
+
+    width = width or max(len(e.expression) for e in examples)
+    tokens = np.zeros((len(examples), width), np.int32)
+    operations = np.full((len(examples), width), mee.RECUR_OPERATION, np.int32)
+    for row, example in enumerate(examples):
+        tokens[row, : len(example.expression)] = mee.encode_expression(example.expression)
+        operations[row, : len(example.expression)] = example.operations
+    digits = np.array([[e.value // 10, e.value % 10] for e in examples], np.int32)
+    return {"tokens": tokens, "operations": operations}, digits
+
+
+def _dataset(examples, batch_size, width, shuffle_seed=None):
+    import tensorflow as tf
+
+    inputs, digits = to_arrays(examples, width)
+    ds = tf.data.Dataset.from_tensor_slices((inputs, digits))
+    if shuffle_seed is not None:
+        ds = ds.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=True)
+    return ds.batch(batch_size).prefetch(2)
+
+
+def run(s):
+    """Trains, tests and prints Table 2; returns the results dict."""
+    started = time.time()
+    import keras
+    import numpy as np
+
+    from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+    from hmkeras.models.expression_model import ExpressionModel
+
+    keras.utils.set_random_seed(s["seed"])
+    train = load_split("train", s["train_lengths"], s["train_size"], s["seed"])
+    valid = load_split("validation", s["train_lengths"], s["valid_size"], s["seed"])
+    test = load_split("test", s["test_lengths"], s["test_size"], s["seed"])
+    # One padded width for every split (an expression of length n has 4n + 1
+    # characters), so the training and test functions are traced once.
+    width = 4 * max(s["train_lengths"] + s["test_lengths"]) + 1
+    train_all = [e for length in s["train_lengths"] for e in train[length]]
+    valid_all = [e for length in s["train_lengths"] for e in valid[length]]
+    model = ExpressionModel(
+        encoder=s["encoder"], units=s["units"], embedding_dim=s["embedding_dim"],
+        max_depth=s["max_depth"], policy_weight=s["policy_weight"],
+        entropy_weight=s["entropy_weight"], reward=s["reward"], seed=s["seed"])
+    model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
+                                                  clipnorm=s["clip_norm"]))
+    print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "
+          f"{s['train_lengths']}), valid {len(valid_all):,}, test {s['test_size']:,} "
+          f"per length {s['test_lengths']}.")
+    model.fit(_dataset(train_all, s["batch_size"], width, shuffle_seed=s["seed"]),
+              validation_data=_dataset(valid_all, s["batch_size"], width),
+              epochs=s["epochs"], verbose=s["verbose"], shuffle=False)
+    parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
+    print(f"{parameters:,} trainable parameters")
+
+    def accuracy(examples):
+        result = model.evaluate(_dataset(examples, s["batch_size"], width), verbose=0,
+                                return_dict=True)
+        return 100.0 * float(result["accuracy"])
+
+    results = {"encoder": s["encoder"], "settings": s,
+               "valid_accuracy": accuracy(valid_all),
+               "test_accuracy": {str(length): accuracy(test[length])
+                                 for length in s["test_lengths"]}}
+    print_table(results)
+
+    trees = []
+    if s["num_trees"]:
+        sample = test[max(s["train_lengths"])][: s["num_trees"]]
+        inputs, _ = to_arrays(sample)
+        logits, tree = model.analyze(inputs, training=False)
+        predicted = np.argmax(np.asarray(logits), -1)
+        print("\nTrees of the encoder ([ opens at a split, ] closes after a merge):")
+        for row, example in enumerate(sample):
+            guess = int(predicted[row, 0]) * 10 + int(predicted[row, 1])
+            if tree is None:
+                text = "(LSTM: no tree) " + " ".join(example.expression)
+            else:
+                actions = np.asarray(tree[0])[row, : len(example.expression)]
+                text = bracketed_tree(example.expression, actions.astype(int))
+            line = f"{text}   = {example.value} (predicted {guess})"
+            print("  " + line)
+            trees.append(line)
+    results["trees"] = trees
+    results["parameters"] = parameters
+    results["wall_seconds"] = time.time() - started
+    if s["output_dir"]:
+        os.makedirs(s["output_dir"], exist_ok=True)
+        with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
+            json.dump(results, f, indent=2)
+    return results
+
+
+def print_table(results):
+    """Table 2 layout: this run's accuracies and the paper's row."""
+    lengths = list(results["test_accuracy"])
+    header = "model".ljust(34) + "valid".rjust(8) + "".join(
+        f"L={length}".rjust(8) for length in lengths)
+    print("\n" + header)
+    row = f"{results['encoder']} (this run)".ljust(34) + f"{results['valid_accuracy']:8.2f}"
+    row += "".join(f"{results['test_accuracy'][length]:8.2f}" for length in lengths)
+    print(row)
+    paper = PAPER_TABLE_2.get(results["encoder"])
+    if paper:
+        line = f"{results['encoder']} (paper, train)".ljust(34) + f"{paper['train']:8.2f}"
+        line += "".join(f"{paper[int(length)]:8.2f}" if int(length) in paper
+                        else "       -" for length in lengths)
+        print(line)
+
+
+def main(argv):
+    del argv
+    try:
+        settings = resolve_settings(FLAGS)
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+    run(settings)
+
+
+if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
+    app.run(main, flags_parser=parse_flags)

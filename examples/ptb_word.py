@@ -1,0 +1,510 @@
+r"""Word-level language modelling: plain, averaging and attentive LSTM-LMs.
+
+Salton & Kelleher's setup (persistence averaging, Section 6), with the
+model of `hmkeras.models.word_language_model`: a tied embedding, two
+recurrent layers (`--cell=lstm|hmlstm|mlstm`), dropout on the non-recurrent
+connections, and on the top layer `--wrapper=none` (the plain LSTM-LM),
+`average` (`hmkeras.AveragingWrapper`, the paper's model) or `attention`
+(`hmkeras.AttentionWrapper`, the learned-attention baseline of Salton et al.
+2017). Training: SGD, gradient-norm clipping, the learning rate divided by
+`--lr_decay` at every epoch after `--decay_after` epochs, early stopping
+after `--patience` epochs without a better validation perplexity; the best
+weights are evaluated on validation and test. Every row is one sentence,
+cut / padded to `--seq_len` (35) tokens, with ``<eos>`` as first input and
+last target; batches of `--batch_size` (32) consecutive sentences; the RNN
+state starts from zeros in every batch.
+
+`--cell=rrnet` is the recurrent-recursive language model of Jacob et al.
+(2018), Sec. 3.3 (`hmkeras.models.rrnet_language_model`): one layer of 350
+units (`--num_layers` must be 1, no wrapper), a stack of `--max_depth` slots,
+the tree policy trained by REINFORCE with ``log p(next word)`` as the
+reward (returns discounted by `--reward_discount`), a learned baseline and
+an entropy bonus (`--entropy_weight`); perplexity with greedy trees, and the
+tree of one validation sentence printed and saved in results.json.
+
+Presets, by `--dataset` (flags given on the command line win):
+
+* ``embedded`` (default, offline): the generated word corpus of
+  `hmkeras.data.SyntheticWordCorpus`, with the PTB model settings; its
+  exact entropy-rate perplexity (the floor no model can beat) is printed
+  and saved beside the results;
+* ``ptb``: Section 6.1: 2 x 650 units, embeddings tied (650), dropout 0.5,
+  SGD lr 1.0 halved every epoch after epoch 12, clip 5, early stopping
+  after 10 epochs (put ``simple-examples.tgz`` or ``ptb.*.txt`` in
+  `--manual_dir`);
+* ``wikitext2``: Section 6.2: 2 x 1000, dropout 0.65, lr 1.0 divided by
+  1.15 every epoch after epoch 14, early stopping 10
+  (``wikitext-2-v1.zip`` or ``wiki.*.tokens``);
+* ``text_file``: your own UTF-8 text, one sentence per line, words
+  separated by spaces (`--text_file`, optional `--valid_file` /
+  `--test_file`, otherwise the last `--valid_fraction` + `--test_fraction`
+  of the file); a vocabulary of the `--vocab_size` most frequent words plus
+  ``<unk>``.
+
+Everything goes to `--output_dir` (default ``runs/word_<dataset>_<cell>_
+<wrapper>``): ``checkpoints/`` (resumed automatically, per epoch: weights,
+optimizer, epoch, best validation perplexity), ``vocabulary.json``,
+``model_config.json``, ``settings.json``, ``results.json`` (validation and
+test perplexity; on the embedded corpus the entropy-rate floor) and, for
+the wrappers, ``attention.png`` (the weights over the earlier words of one
+validation sentence; for ``average`` the exact uniform weights).
+
+Examples:
+
+    python examples/ptb_word.py --tiny --output_dir=/tmp/smoke
+    python examples/ptb_word.py --units=128 --wrapper=average --max_epochs=4
+    python examples/ptb_word.py --dataset=ptb --manual_dir=~/data/ptb \
+        --wrapper=average
+    python examples/ptb_word.py --dataset=wikitext2 --manual_dir=~/data/wt2
+    python examples/ptb_word.py --dataset=text_file --text_file=book.txt
+
+Rerunning into the same --output_dir resumes that run; flags that change the
+model or its data (`MODEL_FLAGS`) are refused there (use a new
+--output_dir, or --overwrite). A bad flag value is one line on stderr.
+"""
+
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+DATASETS = ("embedded", "ptb", "wikitext2", "text_file")
+CELLS = ("lstm", "hmlstm", "mlstm", "rrnet")  # hmkeras.models.word_language_model
+# (and rrnet_language_model). Jacob et al. (2018) Sec. 3.3: one layer, 350 units.
+RRNET = dict(units=350, num_layers=1)
+WRAPPERS = ("none", "average", "attention")  # (spelled out: checked before TF loads)
+SCORES = ("single", "combined")
+# Salton & Kelleher Section 6.1 (PTB; also the embedded corpus) and 6.2.
+PAPER_PTB = dict(units=650, num_layers=2, dropout=0.5, learning_rate=1.0,
+                 lr_decay=2.0, decay_after=12, clip_norm=5.0, patience=10,
+                 batch_size=32, seq_len=35)
+PRESETS = {
+    "embedded": dict(PAPER_PTB),
+    "ptb": dict(PAPER_PTB),
+    "wikitext2": dict(PAPER_PTB, units=1000, dropout=0.65, lr_decay=1.15,
+                      decay_after=14),
+    "text_file": dict(PAPER_PTB),
+}
+TINY = dict(units=16, embedding_dim=0, batch_size=4, seq_len=12, max_epochs=1,
+            memory_size=6, embedded_train_tokens=1_500, embedded_valid_tokens=300,
+            embedded_test_tokens=300, vocab_size=200)
+TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction",
+                   "test_fraction", "vocab_size")
+CORPUS = {"ptb": "ptb_word", "wikitext2": "wikitext2_word"}
+
+FLAGS = flags.FLAGS
+_BEFORE = set(FLAGS)
+flags.DEFINE_enum("dataset", "embedded", list(DATASETS), "The corpus (its preset "
+                  "sets the model and training flags not given).")
+flags.DEFINE_bool("tiny", False, "Shrink the model and the data (smoke tests).")
+flags.DEFINE_string("data_dir", None, "TFDS data directory.")
+flags.DEFINE_string("manual_dir", None, "Directory with the raw corpus files.")
+flags.DEFINE_bool("download", True, "Let the TFDS builders download missing files.")
+flags.DEFINE_string("text_file", None, "--dataset=text_file: UTF-8 text, a sentence "
+                    "per line.")
+flags.DEFINE_string("valid_file", None, "Validation text (default: cut from --text_file).")
+flags.DEFINE_string("test_file", None, "Test text (default: cut from --text_file).")
+flags.DEFINE_float("valid_fraction", 0.05, "Share of --text_file for validation.")
+flags.DEFINE_float("test_fraction", 0.05, "Share of --text_file for the test.")
+flags.DEFINE_integer("vocab_size", 10_000, "--dataset=text_file: largest vocabulary "
+                     "(<pad>, <eos>, <unk> included).", lower_bound=3)
+flags.DEFINE_integer("embedded_train_tokens", 200_000, "Embedded corpus sizes "
+                     "(tokens, about).", lower_bound=1)
+flags.DEFINE_integer("embedded_valid_tokens", 20_000, "", lower_bound=1)
+flags.DEFINE_integer("embedded_test_tokens", 20_000, "", lower_bound=1)
+flags.DEFINE_integer("seed", 0, "Seed of the initialization and the embedded corpus.",
+                     lower_bound=0)
+flags.DEFINE_enum("cell", "lstm", list(CELLS), "The recurrent cell.")
+flags.DEFINE_enum("wrapper", "none", list(WRAPPERS), "Memory on the top layer.")
+flags.DEFINE_integer("units", 650, "Units of every recurrent layer.", lower_bound=1)
+flags.DEFINE_integer("num_layers", 2, "Recurrent layers.", lower_bound=1)
+flags.DEFINE_integer("embedding_dim", 0, "Tied embedding size (0: --units).",
+                     lower_bound=0)
+flags.DEFINE_integer("max_depth", 10, "--cell=rrnet: stack slots (deepest nesting).",
+                     lower_bound=1)
+flags.DEFINE_float("reward_discount", 0.9, "--cell=rrnet: discount of the REINFORCE "
+                   "returns (0: immediate reward, 1: rest of the sentence).")
+flags.DEFINE_float("entropy_weight", 0.01, "--cell=rrnet: entropy bonus weight.")
+flags.DEFINE_integer("memory_size", 35, "--wrapper=attention: past states attended.",
+                     lower_bound=1)
+flags.DEFINE_enum("attention_score", "single", list(SCORES), "--wrapper=attention: "
+                  "score function.")
+flags.DEFINE_float("dropout", 0.5, "Dropout on the non-recurrent connections.")
+flags.DEFINE_float("init_scale", 0.05, "Uniform initialization range.")
+flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_integer("seq_len", 35, "Tokens per sentence row (cut / padded).",
+                     lower_bound=1)
+flags.DEFINE_float("learning_rate", 1.0, "SGD learning rate.")
+flags.DEFINE_float("lr_decay", 2.0, "Divide the learning rate by this every epoch "
+                   "after --decay_after.")
+flags.DEFINE_integer("decay_after", 12, "Epochs at the full learning rate.",
+                     lower_bound=0)
+flags.DEFINE_float("clip_norm", 5.0, "Global gradient-norm clipping.")
+flags.DEFINE_integer("patience", 10, "Early stopping: epochs without a better "
+                     "validation perplexity.", lower_bound=1)
+flags.DEFINE_integer("max_epochs", 60, "Upper bound of epochs.", lower_bound=1)
+flags.DEFINE_integer("plot_sentence", 0, "Validation sentence of attention.png.",
+                     lower_bound=0)
+flags.DEFINE_string("output_dir", None, "Default: runs/word_<dataset>_<cell>_<wrapper>.")
+flags.DEFINE_bool("overwrite", False, "Delete the run in --output_dir and start afresh.")
+flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).", lower_bound=0,
+                     upper_bound=2)
+_OWN = set(FLAGS) - _BEFORE
+
+FLOAT_RANGES = {
+    "valid_fraction": ("in (0, 1)", lambda v: 0 < v < 1),
+    "test_fraction": ("in (0, 1)", lambda v: 0 < v < 1),
+    "dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
+    "init_scale": ("> 0", lambda v: v > 0),
+    "learning_rate": ("> 0", lambda v: v > 0),
+    "lr_decay": (">= 1", lambda v: v >= 1),
+    "clip_norm": ("> 0", lambda v: v > 0),
+    "reward_discount": ("in [0, 1]", lambda v: 0 <= v <= 1),
+    "entropy_weight": (">= 0", lambda v: v >= 0),
+}
+for _name, (_allowed, _ok) in FLOAT_RANGES.items():
+    flags.register_validator(
+        _name, lambda v, ok=_ok: v is None or (math.isfinite(v) and ok(v)),
+        message=f"must be a number {_allowed}")
+
+# Flags that define the model, its data or its batches: a run in
+# --output_dir made with other values is not resumed with these.
+MODEL_FLAGS = (
+    "dataset", "text_file", "valid_file", "test_file", "valid_fraction",
+    "test_fraction", "vocab_size", "embedded_train_tokens", "embedded_valid_tokens",
+    "embedded_test_tokens", "seed", "cell", "wrapper", "units", "num_layers",
+    "embedding_dim", "memory_size", "attention_score", "dropout", "init_scale",
+    "batch_size", "seq_len", "max_depth", "reward_discount", "entropy_weight",
+)
+
+
+class FlagError(ValueError):
+    """Flags that do not fit together or with the data / --output_dir."""
+
+
+def resolve_settings(flag_values):
+    """Settings: the dataset's preset, then --tiny, then explicit flags."""
+    s = {name: flag_values[name].value for name in flag_values if name in _OWN}
+    overrides = dict(PRESETS[s["dataset"]])
+    if s["cell"] == "rrnet":
+        overrides.update(RRNET)
+    if s["tiny"]:
+        overrides.update(TINY)
+    for name, value in overrides.items():
+        if not flag_values[name].present:
+            s[name] = value
+    if s["dataset"] != "text_file":
+        for name in TEXT_FILE_FLAGS:
+            if flag_values[name].present:
+                raise FlagError(f"--{name} applies to --dataset=text_file only. "
+                                f"Received: --dataset={s['dataset']} --{name}={s[name]!r}")
+    elif not s["text_file"]:
+        raise FlagError("--dataset=text_file needs --text_file=PATH, a UTF-8 text file.")
+    if s["dataset"] != "embedded":
+        for name in ("embedded_train_tokens", "embedded_valid_tokens",
+                     "embedded_test_tokens"):
+            if flag_values[name].present:
+                raise FlagError(f"--{name} applies to --dataset=embedded only. "
+                                f"Received: --dataset={s['dataset']}")
+    if s["wrapper"] != "attention":
+        for name in ("memory_size", "attention_score"):
+            if flag_values[name].present:
+                raise FlagError(f"--{name} applies to --wrapper=attention only. "
+                                f"Received: --wrapper={s['wrapper']} --{name}={s[name]}")
+    if s["cell"] != "rrnet":
+        for name in ("max_depth", "reward_discount", "entropy_weight"):
+            if flag_values[name].present:
+                raise FlagError(f"--{name} applies to --cell=rrnet only. "
+                                f"Received: --cell={s['cell']} --{name}={s[name]}")
+    elif s["num_layers"] != 1 or s["wrapper"] != "none":
+        raise FlagError("--cell=rrnet has one layer and no wrapper (Jacob et al. 2018, "
+                        f"Sec. 3.3). Received: --num_layers={s['num_layers']} "
+                        f"--wrapper={s['wrapper']}")
+    if s["cell"] == "hmlstm" and s["num_layers"] < 2:
+        raise FlagError("--cell=hmlstm is a hierarchy: --num_layers must be at least 2. "
+                        f"Received: --num_layers={s['num_layers']}")
+    if s["manual_dir"] and not os.path.isdir(os.path.expanduser(s["manual_dir"])):
+        raise FlagError("--manual_dir must be an existing directory, the one that "
+                        f"holds the corpus files. Received: --manual_dir={s['manual_dir']!r}")
+    if s["output_dir"] is None:
+        s["output_dir"] = os.path.join(
+            "runs", f"word_{s['dataset']}_{s['cell']}_{s['wrapper']}")
+    return s
+
+
+# ----------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------
+def load_sentences(s):
+    """`({split: token lists}, info)`; a data problem is a `FlagError`."""
+    from hmkeras import data
+
+    if s["dataset"] == "embedded":
+        corpus = data.SyntheticWordCorpus(
+            seed=s["seed"], train_tokens=s["embedded_train_tokens"],
+            valid_tokens=s["embedded_valid_tokens"], test_tokens=s["embedded_test_tokens"])
+        sentences = {split: corpus.sentences(split)
+                     for split in ("train", "validation", "test")}
+        info = {"entropy_rate_bits_per_token": corpus.entropy_rate_bits_per_token,
+                "entropy_rate_perplexity": corpus.entropy_rate_perplexity,
+                "true_test_perplexity": corpus.true_perplexity("test")}
+        return sentences, info
+    if s["dataset"] == "text_file":
+        try:
+            texts = data.read_text_splits(
+                **{name: s[name] for name in TEXT_FILE_FLAGS if name != "vocab_size"})
+        except (ValueError, OSError) as error:
+            message = str(error)
+            for name in TEXT_FILE_FLAGS:
+                message = message.replace(f"`{name}`", f"--{name}")
+            raise FlagError(message) from None
+        splits = dict(zip(("train", "validation", "test"), texts))
+        return {split: [line.split() for line in text.split("\n") if line.strip()]
+                for split, text in splits.items()}, {}
+    try:
+        return {split: data.load_word_corpus(
+            CORPUS[s["dataset"]], split, data_dir=s["data_dir"],
+            manual_dir=s["manual_dir"], allow_download=s["download"])
+            for split in ("train", "validation", "test")}, {}
+    except (data.DatasetFilesNotFoundError, data.DatasetVerificationError) as error:
+        message = str(error)
+        for api, flag in (("allow_download=False", "--nodownload"),
+                          ("load_word_corpus(..., manual_dir=DIR) or "
+                           "tfds.download.DownloadConfig(manual_dir=DIR)", "--manual_dir=DIR"),
+                          ("hmkeras.data.load_word_corpus('embedded', split) or "
+                           "hmkeras.data.SyntheticWordCorpus()", "--dataset=embedded")):
+            message = message.replace(api, flag)
+        raise FlagError(message) from None
+
+
+def make_vocabulary(s, sentences):
+    from hmkeras import data
+
+    if s["dataset"] == "text_file":
+        return data.WordVocabulary.from_sentences(sentences["train"],
+                                                  max_size=s["vocab_size"])
+    # PTB and WikiText-2 carry their own <unk>; the embedded corpus has none
+    # and every word of its lexicon occurs in any sizeable training split.
+    vocab = data.WordVocabulary.from_sentences(sentences["train"])
+    for split in ("validation", "test"):
+        if vocab.unknown_token is None and vocab.count_unknown(sentences[split]):
+            vocab = data.WordVocabulary(vocab.words, unknown_token=data.word_vocabulary.UNK)
+    return vocab
+
+
+# ----------------------------------------------------------------------------
+# Output directory
+# ----------------------------------------------------------------------------
+def prepare_output_dir(s):
+    out = s["output_dir"]
+    path = os.path.join(out, "settings.json")
+    if s["overwrite"] and os.path.isdir(out):
+        if os.listdir(out) and not os.path.exists(path):
+            raise FlagError(f"--overwrite deletes a run of this script (a directory with "
+                            f"settings.json); --output_dir={out!r} is not one.")
+        shutil.rmtree(out)
+        return
+    if not os.path.isfile(path):
+        return
+    with open(path) as f:
+        old = json.load(f)
+    changes = [f"--{n} {old.get(n)!r} -> {s[n]!r}" for n in MODEL_FLAGS
+               if old.get(n) != s[n]]
+    if changes:
+        raise FlagError(f"--output_dir={out!r} holds a run of another model "
+                        f"({', '.join(changes)}). Use a new --output_dir, or --overwrite.")
+
+
+# ----------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------
+def learning_rate(s, epoch):
+    """Section 6.1/6.2: full rate for `decay_after` epochs, then divided by
+    `lr_decay` at every further epoch (`epoch` counts from 0)."""
+    return s["learning_rate"] / s["lr_decay"] ** max(0, epoch + 1 - s["decay_after"])
+
+
+def train(s, lm, batches):
+    import keras
+
+    from hmkeras.models.word_language_model import sentence_perplexity
+    from hmkeras.training.training_state import TrainingCheckpoint
+
+    network = getattr(lm, "network", lm)  # --cell=rrnet: the model itself
+    network.compile(
+        keras.optimizers.SGD(s["learning_rate"], global_clipnorm=s["clip_norm"]),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"),
+    )
+    checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
+    best_path = os.path.join(checkpoint.directory, "best.weights.h5")
+    os.makedirs(checkpoint.directory, exist_ok=True)
+    progress = checkpoint.restore(network)
+    if progress is None:
+        progress = {"epoch": 0, "best_val_perplexity": None, "bad_epochs": 0,
+                    "done": False, "history": []}
+    else:
+        print(f"Resuming from {checkpoint.path}: epoch {progress['epoch'] + 1}.")
+    while not progress["done"] and progress["epoch"] < s["max_epochs"]:
+        epoch = progress["epoch"]
+        rate = learning_rate(s, epoch)
+        network.optimizer.learning_rate.assign(rate)
+        print(f"Epoch {epoch + 1}/{s['max_epochs']}: learning rate {rate:.4g}")
+        started = time.time()
+        history = network.fit(batches["train"].dataset(), epochs=epoch + 1,
+                              initial_epoch=epoch, verbose=s["verbose"], shuffle=False)
+        seconds = time.time() - started
+        loss = float(history.history["loss"][-1])
+        val = sentence_perplexity(lm, batches["validation"])["perplexity"]
+        print(f"  train perplexity {math.exp(min(loss, 50)):.2f}, validation "
+              f"perplexity {val:.2f} ({seconds:.0f} s)")
+        progress["history"].append({"epoch": epoch + 1, "learning_rate": rate,
+                                    "train_loss": loss, "val_perplexity": val,
+                                    "seconds": seconds})
+        if progress["best_val_perplexity"] is None or val < progress["best_val_perplexity"]:
+            progress["best_val_perplexity"], progress["bad_epochs"] = val, 0
+            network.save_weights(best_path)
+        else:
+            progress["bad_epochs"] += 1
+            if progress["bad_epochs"] >= s["patience"]:
+                print("Early stopping.")
+                progress["done"] = True
+        progress["epoch"] = epoch + 1
+        checkpoint.save(network, progress)
+    if os.path.exists(best_path):
+        network.load_weights(best_path)
+    return progress
+
+
+def plot_attention_png(s, lm, vocab, sentences, path):
+    """attention.png of one validation sentence (wrapped models only)."""
+    import numpy as np
+
+    from hmkeras.analysis.attention_plot import averaging_matrix
+    from hmkeras.analysis.attention_plot import memory_to_matrix
+    from hmkeras.analysis.attention_plot import plot_attention
+
+    candidates = [x for x in sentences if x]
+    sentence = candidates[min(s["plot_sentence"], len(candidates) - 1)]
+    tokens = ["<eos>"] + list(sentence[: s["seq_len"] - 1])
+    if s["wrapper"] == "attention":
+        ids = vocab.encode(tokens)[None]
+        slots = np.asarray(lm.attention_network(ids, training=False))[0]
+        matrix = memory_to_matrix(slots)
+        title = f"{s['cell']} + attention ({s['attention_score']}, memory {s['memory_size']})"
+    else:
+        matrix = averaging_matrix(len(tokens))
+        title = f"{s['cell']} + averaging: weight 1/t on each earlier state (and on h_0)"
+    return plot_attention(path, tokens, matrix, title=title)
+
+
+def run(s):
+    """The whole job; returns the results dict (also in results.json)."""
+    prepare_output_dir(s)
+    started = time.time()
+    sentences, info = load_sentences(s)
+    import tensorflow as tf
+
+    from hmkeras import data
+    from hmkeras.models.char_language_model import keep_saved_layers
+    from hmkeras.models.word_language_model import WordLanguageModel
+    from hmkeras.models.word_language_model import WordLanguageModelConfig
+    from hmkeras.models.word_language_model import sentence_perplexity
+
+    vocab = make_vocabulary(s, sentences)
+    ids = {split: [vocab.encode(x) for x in part] for split, part in sentences.items()}
+    batches = {
+        "train": data.SentenceBatches(ids["train"], s["seq_len"], s["batch_size"],
+                                      overflow="truncate"),
+        "validation": data.SentenceBatches(ids["validation"], s["seq_len"],
+                                           s["batch_size"], overflow="split"),
+        "test": data.SentenceBatches(ids["test"], s["seq_len"], s["batch_size"],
+                                     overflow="split"),
+    }
+    if s["cell"] == "rrnet":
+        from hmkeras.models.rrnet_language_model import RecurrentRecursiveLanguageModel
+        from hmkeras.models.rrnet_language_model import (
+            RecurrentRecursiveLanguageModelConfig)
+
+        model_class = RecurrentRecursiveLanguageModel
+        config = RecurrentRecursiveLanguageModelConfig(
+            vocab_size=len(vocab), units=s["units"], max_depth=s["max_depth"],
+            embedding_dim=s["embedding_dim"], dropout=s["dropout"],
+            init_scale=s["init_scale"], entropy_weight=s["entropy_weight"],
+            reward_discount=s["reward_discount"], seed=s["seed"])
+    else:
+        model_class = WordLanguageModel
+        config = WordLanguageModelConfig(
+            vocab_size=len(vocab), cell=s["cell"], units=s["units"],
+            num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
+            wrapper=s["wrapper"], memory_size=s["memory_size"],
+            attention_score=s["attention_score"], dropout=s["dropout"],
+            init_scale=s["init_scale"], seed=s["seed"])
+    if s["cell"] != "rrnet":  # (the RRNet model has one layer kind)
+        # A resumed run keeps the recurrent layers its checkpoints were made with.
+        config = keep_saved_layers(config, s["output_dir"])
+    os.makedirs(s["output_dir"], exist_ok=True)
+    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
+    with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
+        f.write(config.to_json())
+    with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
+        json.dump(s, f, indent=2, sort_keys=True)
+    tf.random.set_seed(s["seed"])
+    lm = model_class(config)
+    print(f"{s['cell']} + {s['wrapper']}: {lm.count_params():,} parameters; vocabulary "
+          f"{len(vocab):,}; {batches['train'].num_rows:,} training sentences.")
+    if "entropy_rate_perplexity" in info:
+        print(f"Embedded corpus: entropy-rate perplexity {info['entropy_rate_perplexity']:.3f}"
+              " (the floor).")
+    progress = train(s, lm, batches)
+    results = {
+        "dataset": s["dataset"], "cell": s["cell"], "wrapper": s["wrapper"],
+        "units": s["units"], "parameters": lm.count_params(),
+        "epochs": progress["epoch"],
+        "best_val_perplexity": progress["best_val_perplexity"],
+        "validation": sentence_perplexity(lm, batches["validation"]),
+        "test": sentence_perplexity(lm, batches["test"]),
+        "train_targets_dropped_by_truncation": batches["train"].num_dropped_targets,
+        "history": progress["history"], **info,
+    }
+    if s["cell"] == "rrnet":  # the greedy tree of one validation sentence
+        candidates = [x for x in sentences["validation"] if x]
+        words = ["<eos>"] + list(candidates[min(s["plot_sentence"], len(candidates) - 1)]
+                                 [: s["seq_len"] - 1])
+        results["tree"] = lm.tree_of(vocab.encode(words), words)
+        print(f"Greedy tree of validation sentence {s['plot_sentence']}: {results['tree']}")
+    if s["wrapper"] != "none":
+        results["attention_png"] = plot_attention_png(
+            s, lm, vocab, sentences["validation"],
+            os.path.join(s["output_dir"], "attention.png"))
+    results["wall_seconds"] = time.time() - started
+    with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    line = (f"\n=== {s['cell']} + {s['wrapper']}: validation perplexity "
+            f"{results['validation']['perplexity']:.3f}, test perplexity "
+            f"{results['test']['perplexity']:.3f}")
+    if "entropy_rate_perplexity" in info:
+        line += f" (floor {info['entropy_rate_perplexity']:.3f})"
+    print(line)
+    return results
+
+
+def main(argv):
+    del argv
+    try:
+        run(resolve_settings(FLAGS))
+    except FlagError as error:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+
+
+if __name__ == "__main__":
+    from command_line import parse_flags  # examples/command_line.py
+
+    app.run(main, flags_parser=parse_flags)

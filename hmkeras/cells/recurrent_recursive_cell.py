@@ -1,0 +1,342 @@
+"""Recurrent-recursive cell (RRNet; Jacob, Lin, Sordoni & Bengio 2018, Sec. 2).
+
+The cell builds a tree while it reads, one operation per input token:
+
+* **split** (S): `h_down = F1(h, x)`, `h = F2(h, x)`, push `h_down`;
+* **recur** (R): `h = LSTM_R(x, h)`;
+* **merge** (M): pop `h_down`, `h_m = MLP(h, h_down)`, `h = F4(x, h_m)`.
+
+F1, F2, F4 and LSTM_R are LSTM units whose weights are shared by every
+level of the tree.  The stack of `h_down` vectors is a fixed-size tensor of
+the RNN state (`hmkeras.cells.tensor_stack`).  A policy network over
+{split, merge, recur} reads `[h; x]` (Sec. 2, "Policy Network").
+"""
+
+import keras
+import tensorflow as tf
+
+from hmkeras.cells import argument_checks
+from hmkeras.cells import tensor_stack
+from hmkeras.cells.independent_initializers import independent_draw
+
+#: Operation ids, in the order of the policy's logits.
+SPLIT, MERGE, RECUR = 0, 1, 2
+OPERATIONS = ("split", "merge", "recur")
+MODES = ("supervised", "reinforce", "fixed")
+# Masked-out logits: exp() of it is exactly 0 in float32, so an impossible
+# action has probability 0 and adds 0 to the entropy.
+_IMPOSSIBLE_LOGIT = -1e9
+
+
+def _lstm_unit(x_part, h_part, c, bias):
+    """One LSTM unit from its pre-activation parts (Hochreiter &
+    Schmidhuber 1997; gates in Keras' order i, f, g, o)."""
+    z = x_part + h_part + bias
+    i, f, g, o = tf.split(z, 4, axis=-1)
+    c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    return tf.sigmoid(o) * tf.tanh(c), c
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class RecurrentRecursiveCell(keras.layers.Layer):
+    """Cell class of the recurrent-recursive network (RRNet).
+
+    Jacob et al. (2018), Sec. 2: at every step the cell splits (opens a
+    sub-tree, pushing `h_down = F1(h, x)` and continuing with
+    `h = F2(h, x)`), recurs (`h = LSTM_R(x, h)`) or merges (pops `h_down`,
+    `h_m = MLP(h, h_down)`, `h = F4(x, h_m)`), so the hidden state follows
+    a tree: a merge returns to the state saved when its sub-tree opened.
+    Here every operation consumes one input token (in the paper only recur
+    does; for expressions the tokens carry the tree: split at "(", merge at
+    ")", recur otherwise).
+
+    Decisions beyond the paper (documented choices):
+
+    * every unit is an LSTM with cell state `c`; F1, F2 and LSTM_R start
+      from the current `(h, c)`, F4 from `(h_m, c)`; the stack holds `h_down`
+      only (not its cell state);
+    * the MLP is one layer: `h_m = tanh(W_m [h; h_down] + b_m)`;
+    * impossible actions (merge on an empty stack, split on a full one) get
+      probability 0 in the policy; an impossible *given* action (modes
+      `"supervised"` and `"fixed"`) is executed as a recur, and the output's
+      action column says so (an error cannot be raised from inside a
+      compiled loop).
+
+    State (a flat list): `[h, c, stack, depth]` with `h`, `c` of shape
+    `(batch, units)`, `stack` `(batch, max_depth * units)` and `depth`
+    `(batch, 1)`, a float holding the number of filled slots.
+
+    Inputs: one step `(batch, features)`.  In modes `"supervised"` and
+    `"fixed"` the **last feature column** holds the given operation id
+    (`SPLIT = 0`, `MERGE = 1`, `RECUR = 2`, as a float) and the other
+    columns are the token embedding `e_t`: use `pack_inputs(embeddings,
+    operations)`.  In mode `"reinforce"` all columns are the embedding.
+
+    Output per step, one tensor `(batch, units + 3)`:
+    `[h | action | log_prob | entropy]`: the new hidden state, the executed
+    operation id (float), the log-probability of that operation under the
+    policy and the policy's entropy (both 0 in mode `"fixed"`).
+    `split_outputs` cuts it apart.
+
+    Args:
+        units: Positive int, size of `h` (and of every stack slot).
+        max_depth: Positive int, number of stack slots (deepest nesting).
+        mode: `"supervised"`: operations are given, the policy's
+            log-likelihood of them is output (train it with
+            `-sum(log_prob)`); `"reinforce"`: operations are sampled from
+            the policy when `training=True` and chosen greedily (argmax)
+            otherwise, for REINFORCE (Williams 1992); `"fixed"`: operations
+            are given and there is no policy network.
+        kernel_initializer: Initializer of the input kernels.
+        recurrent_initializer: Initializer of the kernels on `h`.
+        bias_initializer: Initializer of the biases (forget gates get +1).
+        seed: Optional int, seed of the initial weights and of the sampler.
+        **kwargs: Base-layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: A `(batch, features)` step (see above).
+        states: The state list.
+        training: Whether to sample (mode `"reinforce"`).
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> cell = RecurrentRecursiveCell(4, max_depth=3, mode="supervised", seed=0)
+    >>> embeddings = np.zeros((2, 5, 3), "float32")
+    >>> operations = np.array([[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
+    >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
+    ...     cell.pack_inputs(embeddings, operations))
+    >>> h, actions, log_probs, entropies = cell.split_outputs(outputs)
+    >>> h.shape, actions.numpy().astype(int).tolist()
+    (TensorShape([2, 5, 4]), [[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
+    """
+
+    def __init__(
+        self,
+        units,
+        max_depth,
+        mode="supervised",
+        *,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = argument_checks.check_positive_int("units", units)
+        self.max_depth = argument_checks.check_positive_int("max_depth", max_depth)
+        self.mode = argument_checks.check_choice("mode", mode, MODES)
+        self.seed = argument_checks.check_int("seed", seed, allow_none=True)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed_generator = keras.random.SeedGenerator(self.seed)
+        self.state_size = [
+            self.units, self.units, self.max_depth * self.units, 1,
+        ]
+        self.output_size = self.units + 3
+
+    @property
+    def has_policy(self):
+        """Whether the cell has a policy network (all modes but "fixed")."""
+        return self.mode != "fixed"
+
+    @property
+    def takes_operations(self):
+        """Whether the last input column is the given operation id."""
+        return self.mode != "reinforce"
+
+    def _matrix(self, name, shape, initializer, draw):
+        return self.add_weight(
+            name=name, shape=shape,
+            initializer=independent_draw(initializer, draw, self.seed),
+        )
+
+    def _bias(self, name, num_units):
+        """Bias of `num_units` LSTM units, forget gates set to +1."""
+        units = self.units
+
+        def initializer(shape, dtype=None):
+            bias = self.bias_initializer(shape, dtype=dtype)
+            one_unit = tf.concat(
+                [tf.zeros([units]), tf.ones([units]), tf.zeros([2 * units])], 0
+            )
+            return bias + tf.cast(tf.tile(one_unit, [num_units]), bias.dtype)
+
+        return self.add_weight(name=name, shape=(4 * units * num_units,),
+                               initializer=initializer)
+
+    def build(self, input_shape):
+        features = argument_checks.check_step_input_shape(
+            type(self).__name__, input_shape
+        )
+        if self.takes_operations:
+            features -= 1
+            if features < 1:
+                raise ValueError(
+                    f"RecurrentRecursiveCell(mode={self.mode!r}) expects the "
+                    "token embedding plus one last column holding the "
+                    "operation id (see `pack_inputs`); received only "
+                    f"{features + 1} feature column(s)."
+                )
+        self.embedding_size = features
+        u = self.units
+        # F1, F2 and LSTM_R in one product each: columns [F1 | F2 | R].
+        self.kernel = self._matrix("kernel", (features, 12 * u),
+                                   self.kernel_initializer, 0)
+        self.recurrent_kernel = self._matrix("recurrent_kernel", (u, 12 * u),
+                                             self.recurrent_initializer, 1)
+        self.bias = self._bias("bias", 3)
+        # The merge cell: MLP and F4.
+        self.merge_kernel = self._matrix("merge_kernel", (2 * u, u),
+                                         self.kernel_initializer, 2)
+        self.merge_bias = self.add_weight(name="merge_bias", shape=(u,),
+                                          initializer="zeros")
+        self.merge_input_kernel = self._matrix("merge_input_kernel", (features, 4 * u),
+                                               self.kernel_initializer, 3)
+        self.merge_recurrent_kernel = self._matrix(
+            "merge_recurrent_kernel", (u, 4 * u), self.recurrent_initializer, 4)
+        self.merge_lstm_bias = self._bias("merge_lstm_bias", 1)
+        if self.has_policy:
+            self.policy_kernel = self._matrix("policy_kernel", (u + features, 3),
+                                              self.kernel_initializer, 5)
+            self.policy_bias = self.add_weight(name="policy_bias", shape=(3,),
+                                               initializer="zeros")
+
+    # ------------------------------------------------------------------
+    def pack_inputs(self, embeddings, operations):
+        """`[embeddings | operations]`: the input of modes "supervised" and
+        "fixed" (operation ids as the last feature column).
+
+        For tensors and arrays; inside a functional model, concatenate the
+        embedding and `operations[..., None]` (as floats) with
+        `keras.layers.Concatenate()` instead.
+        """
+        embeddings = tf.convert_to_tensor(embeddings)
+        operations = tf.cast(operations, embeddings.dtype)[..., None]
+        return tf.concat([embeddings, operations], axis=-1)
+
+    def allowed_actions(self, depth):
+        """`(batch, 3)` 0/1 mask of the possible operations at `depth`."""
+        return tf.concat(
+            [tensor_stack.can_push(depth, self.max_depth),
+             tensor_stack.can_pop(depth), tf.ones_like(depth)], axis=-1,
+        )
+
+    def policy_log_probs(self, h, embedding, allowed):
+        """Log-probabilities `(batch, 3)` of the masked policy p_pi(z | e, h)."""
+        logits = tf.matmul(tf.concat([h, embedding], -1), self.policy_kernel)
+        logits = logits + self.policy_bias
+        logits = tf.where(allowed > 0.5, logits, _IMPOSSIBLE_LOGIT)
+        return tf.nn.log_softmax(logits, axis=-1)
+
+    def call(self, inputs, states, training=False):
+        argument_checks.check_float_inputs(type(self).__name__, inputs)
+        h, c, stack, depth = states
+        dtype = h.dtype
+        if self.takes_operations:
+            x = inputs[:, :-1]
+            given = tf.cast(tf.round(inputs[:, -1]), tf.int32)
+        else:
+            x = inputs
+        allowed = self.allowed_actions(depth)
+
+        # --- choose the operation (Sec. 2, Policy Network) ---
+        if self.has_policy:
+            log_probs = self.policy_log_probs(h, x, allowed)
+            entropy = -tf.reduce_sum(tf.exp(log_probs) * log_probs, -1, keepdims=True)
+        if self.mode == "reinforce":
+            if training:
+                action = keras.random.categorical(
+                    log_probs, 1, seed=self.seed_generator, dtype="int32")[:, 0]
+            else:
+                action = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        else:
+            # An impossible given action is executed as a recur.
+            possible = tf.gather(allowed, given, axis=1, batch_dims=1) > 0.5
+            action = tf.where(possible, given, RECUR)
+        one_hot = tf.one_hot(action, 3, dtype=dtype)
+        is_split, is_merge, is_recur = tf.split(one_hot, 3, axis=-1)
+        if self.has_policy:
+            log_prob = tf.reduce_sum(one_hot * log_probs, -1, keepdims=True)
+        else:
+            log_prob = entropy = tf.zeros_like(depth)
+
+        # --- the three cells ---
+        u = self.units
+        x_part = tf.split(tf.matmul(x, self.kernel), 3, axis=-1)
+        h_part = tf.split(tf.matmul(h, self.recurrent_kernel), 3, axis=-1)
+        b_part = tf.split(self.bias, 3)
+        # split: h_down = F1(h, x), h = F2(h, x), push h_down.
+        h_down, _ = _lstm_unit(x_part[0], h_part[0], c, b_part[0])
+        h_split, c_split = _lstm_unit(x_part[1], h_part[1], c, b_part[1])
+        # recur: h = LSTM_R(x, h).
+        h_recur, c_recur = _lstm_unit(x_part[2], h_part[2], c, b_part[2])
+        # merge: pop h_down, h_m = MLP(h, h_down), h = F4(x, h_m).
+        popped, stack_after_pop, depth_after_pop = tensor_stack.pop(
+            stack, depth, is_merge, u)
+        h_m = tf.tanh(tf.matmul(tf.concat([h, popped], -1), self.merge_kernel)
+                      + self.merge_bias)
+        h_merge, c_merge = _lstm_unit(
+            tf.matmul(x, self.merge_input_kernel),
+            tf.matmul(h_m, self.merge_recurrent_kernel), c, self.merge_lstm_bias)
+        new_stack, new_depth = tensor_stack.push(
+            stack_after_pop, depth_after_pop, h_down, is_split)
+
+        new_h = is_split * h_split + is_merge * h_merge + is_recur * h_recur
+        new_c = is_split * c_split + is_merge * c_merge + is_recur * c_recur
+        output = tf.concat(
+            [new_h, tf.cast(action, dtype)[:, None], log_prob, entropy], -1)
+        return output, [new_h, new_c, new_stack, new_depth]
+
+    def split_outputs(self, outputs):
+        """Cuts the cell's output into `(h, actions, log_probs, entropies)`.
+
+        Works on one step `(batch, units + 3)` and on sequences
+        `(batch, time, units + 3)`; an RNN's `[outputs, *states]` list is
+        accepted too (its first element is split).  `h` keeps its last
+        axis `(..., units)`; the other three are `(...)`.
+        """
+        if isinstance(outputs, (list, tuple)):
+            outputs = outputs[0]
+        outputs = tf.convert_to_tensor(outputs)
+        if outputs.shape[-1] != self.output_size:
+            raise ValueError(
+                f"`outputs` must have last dimension output_size="
+                f"{self.output_size}. Received: shape={tuple(outputs.shape)}"
+            )
+        h = outputs[..., : self.units]
+        return (h, outputs[..., self.units], outputs[..., self.units + 1],
+                outputs[..., self.units + 2])
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            "max_depth": self.max_depth,
+            "mode": self.mode,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(
+                self.recurrent_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "seed": self.seed,
+        }
+        return {**super().get_config(), **config}
+
+
+def bracketed_tree(tokens, actions):
+    """A tree as text: "[" opens at a split, "]" closes after a merge.
+
+    >>> bracketed_tree("(1+2)", [0, 2, 2, 2, 1])
+    '[( 1 + 2 )]'
+    """
+    pieces = []
+    for token, action in zip(tokens, actions):
+        action = int(action)
+        if action == SPLIT:
+            pieces.append(f"[{token}")
+        elif action == MERGE:
+            pieces.append(f"{token}]")
+        else:
+            pieces.append(str(token))
+    return " ".join(pieces)

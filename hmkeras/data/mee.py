@@ -1,0 +1,278 @@
+"""The math expression evaluation (MEE) task of Jacob et al. (2018), Sec. 3.1.
+
+An example is a fully parenthesised expression over the digits 0-9 and the
+operations ``+ - * %`` (every operation with its two operands inside one
+pair of brackets), its value and the ground-truth tree operation of every
+character: split at ``"("``, merge at ``")"``, recur otherwise::
+
+    ((9+(2+6))+(1*3))  ->  20
+
+The *length* of an expression is its number of operations.  Values are
+restricted to positive two-digit integers (10..99); intermediate values are
+not restricted.  ``%`` is Python's modulo (the result has the sign of the
+divisor); an expression with a modulo by zero is never produced.
+
+Generation is deterministic from a seed and lazy (a stream).  Each random
+expression is assigned to a split by a hash of the seed and its text (10/12
+train, 1/12 validation, 1/12 test), so the splits never overlap whatever
+their sizes, each split can be generated on its own, and a smaller size
+gives a prefix of a larger one.  Expressions are unique within a split.
+
+* `generate_expressions(length, split, count, seed)`: a plain-Python stream
+  of `MeeExample`s (no TFDS).
+* `Mee`: the TFDS builder (generated locally, nothing downloaded) with one
+  split per part and length, named ``train_4``, ``validation_4``,
+  ``test_4``, ...; sizes from its `MeeConfig` (default: the paper's
+  100,000 / 10,000 / 10,000 per length, lengths 4-7).
+* `encode_expression`: character ids (0 is padding) for a model.
+
+Example:
+
+>>> examples = list(generate_expressions(length=4, split="train", count=2))
+>>> all(10 <= e.value <= 99 and e.expression.count("(") == 4 for e in examples)
+True
+>>> e = examples[0]
+>>> evaluate_expression(e.expression) == e.value
+True
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import random
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+__all__ = [
+    "MeeExample", "Mee", "MeeConfig", "generate_expressions", "encode_expression",
+    "expression_operations", "evaluate_expression", "VOCABULARY", "MEE_SPLITS",
+    "SPLIT_OPERATION", "MERGE_OPERATION", "RECUR_OPERATION",
+]
+
+#: Symbols of the expressions; `encode_expression` maps them to 1..16.
+VOCABULARY = "0123456789+-*%()"
+OPERATORS = "+-*%"
+MEE_SPLITS = ("train", "validation", "test")
+#: Tree operation ids (the same as `hmkeras.cells.recurrent_recursive_cell`'s
+#: SPLIT, MERGE, RECUR).
+SPLIT_OPERATION, MERGE_OPERATION, RECUR_OPERATION = 0, 1, 2
+# Share of the hash buckets of each split: 10/12, 1/12, 1/12.
+_BUCKETS = {"train": range(0, 10), "validation": range(10, 11), "test": range(11, 12)}
+_NUM_BUCKETS = 12
+
+MeeExample = collections.namedtuple("MeeExample", ["expression", "value", "operations"])
+MeeExample.__doc__ = """One MEE expression: its text, its value (10..99) and
+the tuple of ground-truth operation ids, one per character."""
+
+
+def expression_operations(expression):
+    """Ground-truth operations: split at "(", merge at ")", recur otherwise.
+
+    >>> expression_operations("(1+2)")
+    (0, 2, 2, 2, 1)
+    """
+    table = {"(": SPLIT_OPERATION, ")": MERGE_OPERATION}
+    return tuple(table.get(char, RECUR_OPERATION) for char in expression)
+
+
+def _apply(operator, left, right):
+    if operator == "+":
+        return left + right
+    if operator == "-":
+        return left - right
+    if operator == "*":
+        return left * right
+    if right == 0:
+        return None
+    return left % right
+
+
+def evaluate_expression(expression):
+    """Value of a fully parenthesised expression (None on a modulo by 0).
+
+    >>> evaluate_expression("((7-2)%3)")
+    2
+    """
+    def parse(position):
+        char = expression[position]
+        if char.isdigit():
+            return int(char), position + 1
+        if char != "(":
+            raise ValueError(f"Unexpected {char!r} at {position} in {expression!r}.")
+        left, position = parse(position + 1)
+        operator = expression[position]
+        right, position = parse(position + 1)
+        if expression[position] != ")":
+            raise ValueError(f"Expected ')' at {position} in {expression!r}.")
+        if left is None or right is None:
+            return None, position + 1
+        return _apply(operator, left, right), position + 1
+
+    value, end = parse(0)
+    if end != len(expression):
+        raise ValueError(f"Trailing characters in {expression!r}.")
+    return value
+
+
+def _random_expression(rng, num_operations):
+    """A random expression with `num_operations` operations and its value."""
+    if num_operations == 0:
+        digit = rng.randrange(10)
+        return str(digit), digit
+    left_ops = rng.randrange(num_operations)
+    left, left_value = _random_expression(rng, left_ops)
+    right, right_value = _random_expression(rng, num_operations - 1 - left_ops)
+    operator = OPERATORS[rng.randrange(4)]
+    value = None
+    if left_value is not None and right_value is not None:
+        value = _apply(operator, left_value, right_value)
+    return f"({left}{operator}{right})", value
+
+
+def _bucket(seed, expression):
+    digest = hashlib.blake2b(f"{seed}|{expression}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % _NUM_BUCKETS
+
+
+def generate_expressions(length, split, count, seed=0, max_attempts=None):
+    """Streams `count` unique MEE examples of one length and split.
+
+    Args:
+        length: Number of operations (>= 1).
+        split: "train", "validation" or "test".
+        count: Number of examples.
+        seed: Int; the same seed gives the same stream.
+        max_attempts: Random draws allowed before giving up (default
+            `2000 * count + 100_000`): short lengths have few distinct
+            expressions.
+
+    Yields:
+        `MeeExample`s.
+
+    Raises:
+        ValueError: bad arguments, or fewer than `count` unique expressions
+            found within `max_attempts` draws.
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ValueError(f"`length` must be a positive integer. Received: length={length!r}")
+    if split not in MEE_SPLITS:
+        raise ValueError(f"`split` must be one of {list(MEE_SPLITS)}. Received: split={split!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"`count` must be a non-negative integer. Received: count={count!r}")
+    if max_attempts is None:
+        max_attempts = 2000 * count + 100_000
+    buckets = _BUCKETS[split]
+    rng = random.Random(f"mee|{seed}|{length}|{split}")
+    seen = set()
+    attempts = 0
+    while len(seen) < count:
+        if attempts >= max_attempts:
+            raise ValueError(
+                f"Found only {len(seen)} unique {split} expressions of length "
+                f"{length} with a value in 10..99 after {attempts} draws "
+                f"(asked for {count}): use a smaller size or a longer length."
+            )
+        attempts += 1
+        expression, value = _random_expression(rng, length)
+        if value is None or not 10 <= value <= 99 or expression in seen:
+            continue
+        if _bucket(seed, expression) not in buckets:
+            continue
+        seen.add(expression)
+        yield MeeExample(expression, value, expression_operations(expression))
+
+
+def encode_expression(expression):
+    """Character ids of an expression (1..16; 0 is left for padding).
+
+    >>> encode_expression("(1+2)").tolist()
+    [15, 2, 11, 3, 16]
+    """
+    return np.array([VOCABULARY.index(char) + 1 for char in expression], np.int32)
+
+
+@dataclasses.dataclass(eq=False)
+class MeeConfig(tfds.core.BuilderConfig):
+    """Sizes of the MEE builder.
+
+    Attributes:
+        lengths: The expression lengths (numbers of operations).
+        train_size, valid_size, test_size: Expressions per length and split.
+        seed: Seed of the generation.
+    """
+
+    lengths: tuple = (4, 5, 6, 7)
+    train_size: int = 100_000
+    valid_size: int = 10_000
+    test_size: int = 10_000
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.lengths or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in self.lengths
+        ):
+            raise ValueError(
+                f"`lengths` must be a non-empty tuple of positive integers. "
+                f"Received: lengths={self.lengths!r}")
+        for field in ("train_size", "valid_size", "test_size"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"`{field}` must be a positive integer. Received: {field}={value!r}")
+
+    def size(self, split):
+        return {"train": self.train_size, "validation": self.valid_size,
+                "test": self.test_size}[split]
+
+
+class Mee(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+    """TFDS builder of the MEE dataset, generated locally.
+
+    Example (a small custom config; the default is the paper's sizes):
+
+        builder = Mee(config=MeeConfig(name="small", lengths=(4, 5),
+                                       train_size=2000, valid_size=200,
+                                       test_size=200), data_dir="/tmp/tfds")
+        builder.download_and_prepare()
+        ds = builder.as_dataset(split="train_4+train_5")
+    """
+
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    BUILDER_CONFIGS = [MeeConfig(name="default", description="Jacob et al. sizes.")]
+
+    def _info(self):
+        return self.dataset_info_from_configs(
+            description=__doc__.split("\n\n")[0],
+            features=tfds.features.FeaturesDict({
+                "expression": tfds.features.Text(),
+                "value": tfds.features.Scalar(dtype=np.int32),
+                "length": tfds.features.Scalar(dtype=np.int32),
+                "operations": tfds.features.Tensor(shape=(None,), dtype=np.int32),
+            }),
+            citation="Jacob, Lin, Sordoni and Bengio (2018), Learning Hierarchical "
+                     "Structures On-The-Fly with a Recurrent-Recursive Model for "
+                     "Sequences.",
+        )
+
+    def _split_generators(self, dl_manager):
+        del dl_manager  # nothing to download
+        config = self.builder_config
+        return {
+            f"{split}_{length}": self._generate_examples(length, split)
+            for length in config.lengths for split in MEE_SPLITS
+        }
+
+    def _generate_examples(self, length, split):
+        config = self.builder_config
+        stream = generate_expressions(length, split, config.size(split), config.seed)
+        for index, example in enumerate(stream):
+            yield f"{length}_{index}", {
+                "expression": example.expression,
+                "value": example.value,
+                "length": length,
+                "operations": np.array(example.operations, np.int32),
+            }

@@ -1,0 +1,216 @@
+"""Encoder-decoder for math expression evaluation (Jacob et al. 2018, Sec. 3.1).
+
+The encoder reads the characters of an expression; its final state
+initialises a decoder LSTM that emits the two digits of the value.  Encoders
+(`ENCODERS`):
+
+* `"lstm"`: a plain LSTM (the paper's baseline);
+* `"rrnet_supervised"`: `RecurrentRecursiveCell(mode="supervised")` fed
+  the ground-truth operations (split at "(", merge at ")", recur
+  otherwise); the policy is trained on them by maximum likelihood;
+* `"rrnet_reinforce"`: `RecurrentRecursiveCell(mode="reinforce")`, the
+  tree sampled from the policy and learned by REINFORCE (Williams 1992)
+  with a learned baseline and an entropy bonus; the reward is the
+  correctness of the predicted value (`reward="accuracy"`, the paper's
+  choice) or minus the decoder's loss (`reward="likelihood"`);
+* `"rrnet_random"`: `RecurrentRecursiveCell(mode="fixed")` with a random
+  but fixed operation per symbol (drawn once from `seed`; the paper's
+  "random deterministic policies").
+
+The decoder runs two steps; its inputs are two learned step embeddings
+(the previous digit is not fed back, a simplification of the paper's
+sequential decoder), and a softmax over 0-9 reads each step.
+
+Inputs are a dict `{"tokens": (batch, T) int, "operations": (batch, T)
+int}`: character ids from `hmkeras.data.mee.encode_expression`, 0-padded
+at the end, and the ground-truth operations (ignored by the encoders that
+do not use them).  Targets are `(batch, 2)` digits.
+
+Example:
+
+>>> import numpy as np
+>>> model = ExpressionModel(encoder="rrnet_supervised", units=8, embedding_dim=4)
+>>> tokens = np.array([[15, 2, 11, 3, 16]]); operations = np.array([[0, 2, 2, 2, 1]])
+>>> model({"tokens": tokens, "operations": operations}).shape
+TensorShape([1, 2, 10])
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from hmkeras.cells import argument_checks
+from hmkeras.cells.recurrent_recursive_cell import RECUR
+from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+
+ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
+REWARDS = ("accuracy", "likelihood")
+_ENCODER_MODES = {
+    "rrnet_supervised": "supervised",
+    "rrnet_reinforce": "reinforce",
+    "rrnet_random": "fixed",
+}
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class ExpressionModel(keras.Model):
+    """Expression encoder + two-digit decoder, with the RRNet policy losses.
+
+    Training (`fit`) minimises the decoder's cross-entropy plus, for
+    `"rrnet_supervised"`, `policy_weight` times the negative log-likelihood
+    of the true operations, and for `"rrnet_reinforce"` the REINFORCE
+    surrogate `-(r - b) * sum_t log p(z_t)` (times `policy_weight`) minus
+    `entropy_weight * sum_t H_t`, plus the baseline's squared error
+    `(r - b)^2`.  The baseline `b` is a linear function of the mean token
+    embedding (no gradient reaches the embedding through it).
+
+    Args:
+        encoder: One of `ENCODERS`.
+        vocab_size: Number of token ids (0 is padding).
+        units: Size of the encoder and decoder states.
+        embedding_dim: Size of the token embedding.
+        max_depth: Stack slots of the RRNet cell (deepest nesting).
+        policy_weight: Weight of the policy loss (supervised or REINFORCE).
+        entropy_weight: Weight of the entropy bonus (REINFORCE).
+        reward: `"accuracy"` or `"likelihood"` (REINFORCE).
+        seed: Optional int: weights, sampler and the random policy.
+        **kwargs: Base-model arguments (`name`, ...).
+    """
+
+    def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
+                 max_depth=10, policy_weight=1.0, entropy_weight=0.01,
+                 reward="accuracy", seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
+        self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
+        self.units = argument_checks.check_positive_int("units", units)
+        self.embedding_dim = argument_checks.check_positive_int(
+            "embedding_dim", embedding_dim)
+        self.max_depth = argument_checks.check_positive_int("max_depth", max_depth)
+        self.policy_weight = argument_checks.check_float(
+            "policy_weight", policy_weight, minimum=0)
+        self.entropy_weight = argument_checks.check_float(
+            "entropy_weight", entropy_weight, minimum=0)
+        self.reward = argument_checks.check_choice("reward", reward, REWARDS)
+        self.seed = argument_checks.check_int("seed", seed, allow_none=True)
+        init = keras.initializers.GlorotUniform(seed=self.seed)
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, embeddings_initializer=init, name="embedding")
+        self.cell = None
+        if encoder == "lstm":
+            self.encoder = keras.layers.LSTM(units, return_state=True, name="encoder",
+                                             seed=self.seed)
+        else:
+            self.cell = RecurrentRecursiveCell(
+                units, max_depth, mode=_ENCODER_MODES[encoder], seed=self.seed)
+            self.encoder = keras.layers.RNN(self.cell, return_sequences=True,
+                                            return_state=True, name="encoder")
+        if encoder == "rrnet_random":
+            # One fixed operation per symbol; padding (0) recurs.
+            table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)
+            table[0] = RECUR
+            self.random_operations = tf.constant(table, tf.int32)
+        self.step_embedding = keras.layers.Embedding(2, embedding_dim, name="steps")
+        self.decoder = keras.layers.LSTM(units, return_sequences=True, name="decoder",
+                                         seed=self.seed)
+        self.readout = keras.layers.Dense(10, name="readout")
+        if encoder == "rrnet_reinforce":
+            self.baseline = keras.layers.Dense(1, name="baseline")
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
+        self.policy_tracker = keras.metrics.Mean(name="policy_loss")
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.accuracy_tracker, self.policy_tracker]
+
+    def operations_for(self, inputs):
+        """The operations fed to a fixed / supervised encoder."""
+        if self.encoder_name == "rrnet_random":
+            return tf.gather(self.random_operations, tf.cast(inputs["tokens"], tf.int32))
+        return inputs["operations"]
+
+    def analyze(self, inputs, training=False):
+        """Digit logits `(batch, 2, 10)` and the encoder's per-step
+        `(actions, log_probs, entropies, mask)` (None for the LSTM)."""
+        tokens = tf.cast(inputs["tokens"], tf.int32)
+        mask = tokens > 0
+        embedded = self.embedding(tokens)
+        tree = None
+        if self.cell is None:
+            _, h, c = self.encoder(embedded, mask=mask, training=training)
+        else:
+            if self.cell.takes_operations:
+                cell_inputs = self.cell.pack_inputs(embedded, self.operations_for(inputs))
+            else:
+                cell_inputs = embedded
+            outputs, h, c, _, _ = self.encoder(cell_inputs, mask=mask, training=training)
+            _, actions, log_probs, entropies = self.cell.split_outputs(outputs)
+            tree = (actions, log_probs, entropies, tf.cast(mask, log_probs.dtype))
+        steps = self.step_embedding(tf.zeros_like(tokens[:, :2]) + tf.range(2))
+        decoded = self.decoder(steps, initial_state=[h, c], training=training)
+        return self.readout(decoded), tree
+
+    def call(self, inputs, training=False):
+        return self.analyze(inputs, training=training)[0]
+
+    def _objective(self, inputs, digits, training):
+        logits, tree = self.analyze(inputs, training=training)
+        digits = tf.cast(digits, tf.int32)
+        per_digit = keras.losses.sparse_categorical_crossentropy(
+            digits, logits, from_logits=True)
+        task = tf.reduce_sum(per_digit, axis=-1)  # (batch,)
+        correct = tf.cast(tf.reduce_all(
+            tf.argmax(logits, -1, output_type=tf.int32) == digits, axis=-1), task.dtype)
+        loss = tf.reduce_mean(task)
+        policy = tf.zeros(())
+        if tree is not None and self.encoder_name != "rrnet_random":
+            _, log_probs, entropies, mask = tree
+            sequence_log_prob = tf.reduce_sum(log_probs * mask, axis=-1)
+            if self.encoder_name == "rrnet_supervised":
+                policy = -tf.reduce_mean(sequence_log_prob)
+                loss += self.policy_weight * policy
+            else:
+                reward = correct if self.reward == "accuracy" else -task
+                reward = tf.stop_gradient(reward)
+                mean_embedding = tf.reduce_sum(
+                    self.embedding(tf.cast(inputs["tokens"], tf.int32))
+                    * mask[..., None], axis=1) / tf.reduce_sum(mask, 1, keepdims=True)
+                baseline = self.baseline(tf.stop_gradient(mean_embedding))[:, 0]
+                advantage = tf.stop_gradient(reward - baseline)
+                policy = -tf.reduce_mean(advantage * sequence_log_prob)
+                entropy = tf.reduce_mean(tf.reduce_sum(entropies * mask, axis=-1))
+                loss += (self.policy_weight * policy - self.entropy_weight * entropy
+                         + tf.reduce_mean(tf.square(reward - baseline)))
+        return loss, correct, policy
+
+    def train_step(self, data):
+        inputs, digits = data[0], data[1]
+        with tf.GradientTape() as tape:
+            loss, correct, policy = self._objective(inputs, digits, training=True)
+        variables = self.trainable_variables
+        gradients = tape.gradient(loss, variables)
+        self.optimizer.apply_gradients(
+            [(g, v) for g, v in zip(gradients, variables) if g is not None])
+        return self._record(loss, correct, policy)
+
+    def test_step(self, data):
+        inputs, digits = data[0], data[1]
+        loss, correct, policy = self._objective(inputs, digits, training=False)
+        return self._record(loss, correct, policy)
+
+    def _record(self, loss, correct, policy):
+        self.loss_tracker.update_state(loss)
+        self.accuracy_tracker.update_state(correct)
+        self.policy_tracker.update_state(policy)
+        return {m.name: m.result() for m in self.metrics}
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "encoder": self.encoder_name, "vocab_size": self.vocab_size,
+            "units": self.units, "embedding_dim": self.embedding_dim,
+            "max_depth": self.max_depth, "policy_weight": self.policy_weight,
+            "entropy_weight": self.entropy_weight, "reward": self.reward,
+            "seed": self.seed,
+        }

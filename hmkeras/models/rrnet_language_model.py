@@ -1,0 +1,322 @@
+"""Word-level language model on the recurrent-recursive cell (RRNet).
+
+Jacob, Lin, Sordoni & Bengio (2018), Sec. 3.3: an RRNet language model on
+the Penn Treebank, one recurrent layer of 350 units (test perplexity 107.28
+there, against 113.4 for an LSTM baseline).  The network:
+
+    tokens -> tied embedding -> dropout
+           -> RNN(RecurrentRecursiveCell(mode="reinforce")) -> dropout
+           [-> projection] -> tied softmax
+
+The cell picks one operation (split, merge, recur) per word from its policy
+network: sampled while training, greedy (argmax) at evaluation.  The
+operations are discrete, so the language-model loss sends no gradient to
+the policy; the policy is trained by REINFORCE (Williams 1992) with the
+language model's own likelihood as the reward.  The paper names the setup
+only; the estimator below is this project's choice:
+
+* reward of step `t`: ``r_t = log p(w_{t+1} | w_<=t)``, minus the
+  negative log-likelihood of the next word (0 on padding);
+* return of the action taken at step `t` (it shapes `h_t` and every later
+  state, hence every later prediction): the discounted sum of the rewards
+  from step `t` on, ``G_t = sum_{s >= t} gamma^(s - t) r_s`` with
+  ``gamma = reward_discount`` (1: the whole rest of the sentence; 0: the
+  immediate reward only);
+* learned baseline: ``b_t = v^T [h_{t-1}; e_t] + c``, a linear value head
+  on the state and input the action is chosen from (so it does not depend
+  on the action), trained by the squared error ``(G_t - b_t)^2``; its input
+  is cut from the gradient;
+* loss, averaged over the real (weight 1) targets::
+
+      NLL + policy_weight * (-(G_t - b_t) log pi(a_t))
+          - entropy_weight * H_t + baseline_weight * (G_t - b_t)^2
+
+  with ``G_t - b_t`` a constant in the policy term.
+
+Perplexity (`hmkeras.models.word_language_model.sentence_perplexity`, or
+`evaluate_perplexity`) uses greedy actions: the model called with
+``training=False``.  `tree_of` prints the tree the greedy policy builds for
+one sentence (`bracketed_tree`).
+
+Example:
+
+>>> import numpy as np
+>>> lm = RecurrentRecursiveLanguageModel(vocab_size=12, units=8, max_depth=3, seed=0)
+>>> tuple(lm(np.ones((2, 5), "int32")).shape)
+(2, 5, 12)
+>>> lm.tree_of(np.array([1, 4, 5, 6]), ["<eos>", "a", "b", "c"]).count(" ")
+3
+"""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from hmkeras.cells import argument_checks
+from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+from hmkeras.models.config_signature import keyword_signature
+from hmkeras.models.tied_embedding import TiedEmbedding
+
+__all__ = [
+    "RecurrentRecursiveLanguageModel", "RecurrentRecursiveLanguageModelConfig",
+    "discounted_returns",
+]
+
+
+def discounted_returns(rewards, discount):
+    """``G_t = sum_{s >= t} discount^(s - t) r_s`` along axis 1 of `rewards`
+    `(batch, time)` (the time axis may be of unknown length).
+
+    >>> discounted_returns(tf.constant([[1.0, 2.0, 4.0]]), 0.5).numpy().tolist()
+    [[3.0, 4.0, 4.0]]
+    """
+    rewards = tf.convert_to_tensor(rewards)
+    steps = tf.range(tf.shape(rewards)[1])
+    lag = tf.cast(steps[:, None] - steps[None, :], rewards.dtype)  # s - t
+    # weights[s, t] = discount^(s - t) for s >= t (0^0 = 1), else 0.
+    weights = tf.where(lag >= 0, tf.pow(tf.cast(discount, rewards.dtype),
+                                        tf.maximum(lag, 0.0)), 0.0)
+    return tf.matmul(rewards, weights)
+
+
+@dataclasses.dataclass
+class RecurrentRecursiveLanguageModelConfig:
+    """Everything needed to rebuild a `RecurrentRecursiveLanguageModel`.
+
+    Attributes:
+        vocab_size: Number of token ids (`<pad>` and `<eos>` included).
+        units: Size of the RRNet state (350 in Jacob et al. Sec. 3.3).
+        max_depth: Stack slots of the cell (deepest nesting; ours, the
+            paper gives none for language modelling).
+        embedding_dim: Size of the tied embedding; 0 means `units`.
+        dropout: Dropout rate on the embedding output and before the softmax.
+        init_scale: The embedding is uniform in [-init_scale, init_scale].
+        policy_weight: Weight of the REINFORCE term.
+        entropy_weight: Weight of the entropy bonus.
+        baseline_weight: Weight of the baseline's squared error.
+        reward_discount: `gamma` of the returns, in [0, 1].
+        seed: Seed of the initializers and of the action sampler.
+    """
+
+    vocab_size: int
+    units: int = 350
+    max_depth: int = 10
+    embedding_dim: int = 0
+    dropout: float = 0.5
+    init_scale: float = 0.05
+    policy_weight: float = 1.0
+    entropy_weight: float = 0.01
+    baseline_weight: float = 1.0
+    reward_discount: float = 0.9
+    seed: int = None
+
+    def __post_init__(self):
+        checks = argument_checks
+        for name in ("vocab_size", "units", "max_depth"):
+            setattr(self, name, checks.check_positive_int(name, getattr(self, name)))
+        self.embedding_dim = checks.check_int("embedding_dim", self.embedding_dim, minimum=0)
+        self.dropout = checks.check_rate("dropout", self.dropout)
+        self.init_scale = checks.check_float(
+            "init_scale", self.init_scale, minimum=0, exclusive_minimum=True)
+        for name in ("policy_weight", "entropy_weight", "baseline_weight"):
+            setattr(self, name, checks.check_float(name, getattr(self, name), minimum=0))
+        self.reward_discount = checks.check_float(
+            "reward_discount", self.reward_discount, minimum=0, maximum=1)
+        self.seed = checks.check_int("seed", self.seed, allow_none=True)
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text):
+        return cls(**json.loads(text))
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class RecurrentRecursiveLanguageModel(keras.Model):
+    """RRNet word LM trained by likelihood + REINFORCE (module docstring).
+
+    Calling the model maps tokens `(batch, time)` to logits
+    `(batch, time, vocab_size)`; `fit` on `(tokens, targets, weights)`
+    batches (a `hmkeras.data.SentenceBatches` dataset) minimises the loss
+    of the module docstring.  `compile` needs only the optimizer.
+
+    Args:
+        config: A `RecurrentRecursiveLanguageModelConfig`, or None to build
+            one from the keyword arguments (its fields).
+        **kwargs: The configuration's fields, when `config` is None, plus
+            base-model arguments (`name`).
+    """
+
+    def __init__(self, config=None, name=None, **kwargs):
+        super().__init__(name=name or "rrnet_word_lm")
+        if config is None:
+            config = RecurrentRecursiveLanguageModelConfig(**kwargs)
+        elif kwargs:
+            raise ValueError("Give either `config` or keyword arguments, not both.")
+        elif isinstance(config, dict):
+            config = RecurrentRecursiveLanguageModelConfig(**config)
+        elif not isinstance(config, RecurrentRecursiveLanguageModelConfig):
+            raise ValueError(
+                "`config` must be a RecurrentRecursiveLanguageModelConfig or None. "
+                f"Received: config={config!r}")
+        self.config = config
+        c = config
+        dim = c.embedding_dim or c.units
+        seed = c.seed
+        self.embedding = TiedEmbedding(
+            c.vocab_size, dim, name="embedding",
+            embeddings_initializer=keras.initializers.RandomUniform(
+                -c.init_scale, c.init_scale, seed=seed))
+        self.cell = RecurrentRecursiveCell(c.units, c.max_depth, mode="reinforce",
+                                           seed=seed, name="rrnet_cell")
+        self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
+        self.input_dropout = keras.layers.Dropout(c.dropout, seed=seed)
+        self.output_dropout = keras.layers.Dropout(
+            c.dropout, seed=None if seed is None else seed + 1)
+        self.projection = None
+        if dim != c.units:
+            self.projection = keras.layers.Dense(dim, use_bias=False, name="projection")
+        self.baseline = keras.layers.Dense(
+            1, name="baseline", kernel_initializer="zeros")
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.policy_tracker = keras.metrics.Mean(name="policy_loss")
+        self.entropy_tracker = keras.metrics.Mean(name="entropy")
+        # Build every weight now (checkpoints and `load_weights` need them).
+        self.analyze(tf.ones((1, 2), tf.int32), tf.ones((1, 2), tf.int32))
+        self.built = True
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.policy_tracker, self.entropy_tracker]
+
+    def count_params(self):
+        """Number of trainable parameters (policy and baseline included)."""
+        return int(sum(np.prod(w.shape) for w in self.trainable_weights))
+
+    # ------------------------------------------------------------------
+    def analyze(self, tokens, targets=None, training=False):
+        """Every per-step quantity, as a dict of tensors.
+
+        `logits` `(batch, time, vocab)`; `h` `(batch, time, units)`; the
+        cell's `actions`, `log_probs` (of the taken actions) and
+        `entropies` `(batch, time)`; with `targets`, also `baseline`
+        `(batch, time)`, the value head's `b_t`.
+        """
+        tokens = tf.cast(tokens, tf.int32)
+        embedded = self.embedding(tokens)
+        x = self.input_dropout(embedded, training=training)
+        outputs = self.rnn(x, training=training)
+        h, actions, log_probs, entropies = self.cell.split_outputs(outputs)
+        top = self.output_dropout(h, training=training)
+        if self.projection is not None:
+            top = self.projection(top)
+        logits = self.embedding(top, reverse=True)
+        result = {"logits": logits, "h": h, "actions": actions,
+                  "log_probs": log_probs, "entropies": entropies}
+        if targets is not None:
+            # b_t reads the state before step t's action, h_{t-1} (h_0 = 0),
+            # and the input e_t it is chosen from.
+            previous = tf.concat([tf.zeros_like(h[:, :1]), h[:, :-1]], axis=1)
+            value_inputs = tf.stop_gradient(tf.concat([previous, embedded], -1))
+            result["baseline"] = self.baseline(value_inputs)[..., 0]
+        return result
+
+    def call(self, inputs, training=False):
+        return self.analyze(inputs, training=training)["logits"]
+
+    def objective(self, analysis, targets, weights=None):
+        """The loss terms of an `analyze(tokens, targets)` result.
+
+        Returns a dict of scalars (`loss`, `nll`, `policy`, `entropy`,
+        `baseline`: each a mean over the weighted targets) and of per-step
+        `rewards` and `returns` `(batch, time)`.
+        """
+        c = self.config
+        targets = tf.cast(targets, tf.int32)
+        logits = analysis["logits"]
+        nll = keras.ops.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+        if weights is None:
+            weights = tf.ones_like(nll)
+        weights = tf.cast(weights, nll.dtype)
+        count = tf.maximum(tf.reduce_sum(weights), 1.0)
+
+        def mean(values):
+            return tf.reduce_sum(values * weights) / count
+
+        rewards = tf.stop_gradient(-nll) * weights  # r_t = log p(w_{t+1})
+        returns = discounted_returns(rewards, c.reward_discount)
+        baseline = analysis["baseline"]
+        advantage = tf.stop_gradient(returns - baseline)
+        policy = mean(-advantage * analysis["log_probs"])  # REINFORCE
+        entropy = mean(analysis["entropies"])
+        baseline_loss = mean(tf.square(returns - baseline))
+        lm = mean(nll)
+        loss = (lm + c.policy_weight * policy - c.entropy_weight * entropy
+                + c.baseline_weight * baseline_loss)
+        return {"loss": loss, "nll": lm, "policy": policy, "entropy": entropy,
+                "baseline": baseline_loss, "rewards": rewards, "returns": returns}
+
+    def train_step(self, data):
+        tokens, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            analysis = self.analyze(tokens, targets, training=True)
+            terms = self.objective(analysis, targets, weights)
+        variables = self.trainable_variables
+        gradients = tape.gradient(terms["loss"], variables)
+        self.optimizer.apply_gradients(
+            [(g, v) for g, v in zip(gradients, variables) if g is not None])
+        # `loss` reports the language model's NLL (nats per target).
+        self.loss_tracker.update_state(terms["nll"])
+        self.policy_tracker.update_state(terms["policy"])
+        self.entropy_tracker.update_state(terms["entropy"])
+        return {m.name: m.result() for m in self.metrics}
+
+    def test_step(self, data):
+        tokens, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
+        analysis = self.analyze(tokens, targets, training=False)
+        terms = self.objective(analysis, targets, weights)
+        self.loss_tracker.update_state(terms["nll"])
+        self.policy_tracker.update_state(terms["policy"])
+        self.entropy_tracker.update_state(terms["entropy"])
+        return {m.name: m.result() for m in self.metrics}
+
+    # ------------------------------------------------------------------
+    def greedy_actions(self, tokens):
+        """The operations `(batch, time)` (ints) the greedy policy takes."""
+        return np.asarray(self.analyze(tokens, training=False)["actions"]).astype(int)
+
+    def tree_of(self, token_ids, words=None):
+        """The greedy tree of one sentence as brackets (`bracketed_tree`).
+
+        Args:
+            token_ids: The sentence's ids `(time,)`.
+            words: Its words (default: the ids as text).
+        """
+        token_ids = np.asarray(token_ids)
+        actions = self.greedy_actions(token_ids[None])[0]
+        words = [str(i) for i in token_ids] if words is None else list(words)
+        return bracketed_tree(words, actions)
+
+    def evaluate_perplexity(self, batches):
+        """`sentence_perplexity` of this model (greedy actions)."""
+        from hmkeras.models.word_language_model import sentence_perplexity
+
+        return sentence_perplexity(self, batches)
+
+    def get_config(self):
+        return {"name": self.name, "config": dataclasses.asdict(self.config)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config=RecurrentRecursiveLanguageModelConfig(**config["config"]),
+                   name=config.get("name"))
+
+
+# The configuration's fields as keyword-only parameters (`help()` lists them).
+RecurrentRecursiveLanguageModel.__signature__ = keyword_signature(
+    RecurrentRecursiveLanguageModelConfig)

@@ -1,0 +1,348 @@
+"""Tests of RecurrentRecursiveCell and tensor_stack against NumPy references."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hmkeras.cells import tensor_stack
+from hmkeras.cells.recurrent_recursive_cell import MERGE
+from hmkeras.cells.recurrent_recursive_cell import RECUR
+from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.cells.recurrent_recursive_cell import SPLIT
+from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+
+S, M, R = SPLIT, MERGE, RECUR
+
+
+# ----------------------------------------------------------------------
+# NumPy reference of Jacob et al. Sec. 2, with a Python list as the stack.
+# ----------------------------------------------------------------------
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _lstm(x, h, c, wx, wh, b):
+    i, f, g, o = np.split(x @ wx + h @ wh + b, 4)
+    c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+    return _sigmoid(o) * np.tanh(c), c
+
+
+WEIGHT_NAMES = ("kernel", "recurrent_kernel", "bias", "merge_kernel", "merge_bias",
+                "merge_input_kernel", "merge_recurrent_kernel", "merge_lstm_bias",
+                "policy_kernel", "policy_bias")
+
+
+def cell_params(cell):
+    """The cell's weights as float64 NumPy arrays, by name."""
+    return {name: np.asarray(getattr(cell, name), np.float64)
+            for name in WEIGHT_NAMES if hasattr(cell, name)}
+
+
+def reference_sequence(cell, embeddings, actions_wanted, params=None):
+    """Runs one sequence; `actions_wanted[t]` is the given (or sampled)
+    operation.  Returns per-step dicts (with the stack as a list).
+    `params` (default: the cell's weights) gives the weights by name."""
+    P = cell_params(cell) if params is None else params
+    u, depth_max = cell.units, cell.max_depth
+    wx, wh, b = P["kernel"], P["recurrent_kernel"], P["bias"]
+    h, c, stack, steps = np.zeros(u), np.zeros(u), [], []
+    for x, wanted in zip(embeddings, actions_wanted):
+        allowed = np.array([len(stack) < depth_max, len(stack) > 0, True])
+        step = {}
+        if cell.has_policy:
+            logits = np.concatenate([h, x]) @ P["policy_kernel"] + P["policy_bias"]
+            logits = np.where(allowed, logits, -np.inf)
+            log_probs = logits - np.log(np.sum(np.exp(logits[allowed])))
+            step["log_probs"] = log_probs
+            step["entropy"] = -np.sum(np.exp(log_probs[allowed]) * log_probs[allowed])
+        action = wanted if allowed[wanted] else R
+        step["action"] = action
+        step["log_prob"] = step["log_probs"][action] if cell.has_policy else 0.0
+        block = lambda k: (wx[:, 4 * u * k: 4 * u * (k + 1)],  # noqa: E731
+                           wh[:, 4 * u * k: 4 * u * (k + 1)],
+                           b[4 * u * k: 4 * u * (k + 1)])
+        if action == S:
+            h_down, _ = _lstm(x, h, c, *block(0))          # F1
+            h, c = _lstm(x, h, c, *block(1))              # F2
+            stack.append(h_down)
+        elif action == R:
+            h, c = _lstm(x, h, c, *block(2))              # LSTM_R
+        else:
+            h_down = stack.pop()
+            h_m = np.tanh(np.concatenate([h, h_down]) @ P["merge_kernel"]
+                          + P["merge_bias"])
+            h, c = _lstm(x, h_m, c, P["merge_input_kernel"],
+                         P["merge_recurrent_kernel"], P["merge_lstm_bias"])  # F4
+        step.update(h=h, c=c, stack=list(stack), depth=len(stack))
+        steps.append(step)
+    return steps
+
+
+def _run_rnn(cell, inputs, training=False):
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    outputs, *states = rnn(inputs, training=training)
+    return outputs, states
+
+
+# Hand-written operation sequences (max_depth=2): nested push / pop order,
+# a merge on an empty stack (step 0 of row 1) and a split on a full stack
+# (step 2 of row 2) that must both run as recur.
+SEQUENCES = np.array([
+    [S, R, S, R, M, R, M, R],
+    [M, S, R, M, R, S, M, R],
+    [S, S, S, M, R, M, M, R],
+    [R, R, R, R, R, R, R, R],
+])
+
+
+def _executed(sequence, max_depth):
+    depth, executed = 0, []
+    for op in sequence:
+        if (op == S and depth == max_depth) or (op == M and depth == 0):
+            op = R
+        depth += {S: 1, M: -1, R: 0}[op]
+        executed.append(op)
+    return executed
+
+
+@pytest.mark.parametrize("mode", ["supervised", "fixed"])
+def test_given_operations_match_numpy_reference(mode):
+    cell = RecurrentRecursiveCell(5, max_depth=2, mode=mode, seed=1)
+    embeddings = np.random.default_rng(0).normal(size=(4, 8, 3)).astype("float32")
+    outputs, (h, c, stack, depth) = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
+    out_h, actions, log_probs, entropies = (np.asarray(t) for t in cell.split_outputs(outputs))
+    for row in range(4):
+        ref = reference_sequence(cell, embeddings[row], SEQUENCES[row])
+        assert actions[row].astype(int).tolist() == _executed(SEQUENCES[row], 2)
+        assert [s["action"] for s in ref] == _executed(SEQUENCES[row], 2)
+        np.testing.assert_allclose(out_h[row], [s["h"] for s in ref], atol=1e-5)
+        np.testing.assert_allclose(log_probs[row], [s["log_prob"] for s in ref], atol=1e-5)
+        if mode == "fixed":
+            assert not np.any(log_probs[row]) and not np.any(entropies[row])
+        else:
+            np.testing.assert_allclose(entropies[row], [s["entropy"] for s in ref],
+                                       atol=1e-5)
+        np.testing.assert_allclose(np.asarray(c)[row], ref[-1]["c"], atol=1e-5)
+        # Final stack: the pushed h_down vectors still open, bottom first,
+        # zeros above the pointer.
+        final = ref[-1]
+        assert np.asarray(depth)[row, 0] == final["depth"]
+        slots = np.asarray(stack)[row].reshape(2, 5)
+        for k in range(2):
+            expected = final["stack"][k] if k < final["depth"] else np.zeros(5)
+            np.testing.assert_allclose(slots[k], expected, atol=1e-5)
+
+
+def test_supervised_log_likelihood_equals_reference():
+    cell = RecurrentRecursiveCell(4, max_depth=3, mode="supervised", seed=2)
+    rng = np.random.default_rng(1)
+    embeddings = rng.normal(size=(4, 8, 2)).astype("float32")
+    outputs, _ = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
+    log_probs = np.asarray(cell.split_outputs(outputs)[2])
+    for row in range(4):
+        ref = reference_sequence(cell, embeddings[row], SEQUENCES[row])
+        assert log_probs[row].sum() == pytest.approx(
+            sum(s["log_prob"] for s in ref), abs=1e-4)
+        # A proper distribution over the possible actions only.
+        for step in ref:
+            assert np.exp(step["log_probs"]).sum() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_stack_and_depth_pointer_step_by_step():
+    """Nested push / pop order: after every step of S R S R M R M the cell's
+    stack slots and depth pointer equal the reference's list; the inner
+    merge pops the inner h_down and leaves the outer one in slot 0."""
+    rng = np.random.default_rng(3)
+    cell = RecurrentRecursiveCell(3, max_depth=3, mode="fixed", seed=0)
+    ops = np.array([[S, R, S, R, M, R, M]])
+    x = np.asarray(cell.pack_inputs(rng.normal(size=(1, 7, 2)).astype("float32"), ops))
+    rnn = keras.layers.RNN(cell, return_state=True)
+    rnn(x)  # builds the cell
+    ref = reference_sequence(cell, x[0, :, :-1], ops[0])
+    assert [s["depth"] for s in ref] == [1, 1, 2, 2, 1, 1, 0]
+    for t in range(7):
+        _, _, _, stack, depth = rnn(x[:, : t + 1])
+        assert float(depth[0, 0]) == ref[t]["depth"]
+        slots = np.asarray(stack)[0].reshape(3, 3)
+        for k in range(3):
+            want = ref[t]["stack"][k] if k < ref[t]["depth"] else np.zeros(3)
+            np.testing.assert_allclose(slots[k], want, atol=1e-6)
+    # The outer h_down (pushed at step 0) survives the inner split / merge.
+    np.testing.assert_allclose(ref[4]["stack"][0], ref[0]["stack"][0])
+    assert not np.allclose(ref[2]["stack"][1], ref[0]["stack"][0])
+
+
+def test_tensor_stack_matches_python_lists():
+    rng = np.random.default_rng(4)
+    batch, depth_max, units = 5, 3, 2
+    stack = np.zeros((batch, depth_max * units), "float32")
+    depth = np.zeros((batch, 1), "float32")
+    lists = [[] for _ in range(batch)]
+    for step in range(30):
+        ops = rng.integers(0, 3, size=batch)
+        values = rng.normal(size=(batch, units)).astype("float32")
+        top_before = tensor_stack.top(stack, depth, units).numpy()
+        popped, stack, depth = tensor_stack.pop(stack, depth, (ops == M)[:, None], units)
+        stack, depth = tensor_stack.push(stack, depth, values, (ops == S)[:, None])
+        for row in range(batch):
+            expected_top = lists[row][-1] if lists[row] else np.zeros(units)
+            np.testing.assert_allclose(top_before[row], expected_top)
+            if ops[row] == M and lists[row]:
+                np.testing.assert_allclose(popped.numpy()[row], lists[row].pop())
+            elif ops[row] == S and len(lists[row]) < depth_max:
+                lists[row].append(values[row])
+            assert depth.numpy()[row, 0] == len(lists[row])
+            slots = stack.numpy()[row].reshape(depth_max, units)
+            for k in range(depth_max):
+                want = lists[row][k] if k < len(lists[row]) else np.zeros(units)
+                np.testing.assert_allclose(slots[k], want)
+
+
+def test_reinforce_samples_only_possible_actions_with_right_log_probs():
+    cell = RecurrentRecursiveCell(4, max_depth=1, mode="reinforce", seed=5)
+    x = np.random.default_rng(5).normal(size=(64, 6, 3)).astype("float32")
+    outputs, _ = _run_rnn(cell, x, training=True)
+    _, actions, log_probs, _ = (np.asarray(t) for t in cell.split_outputs(outputs))
+    actions = actions.astype(int)
+    assert len(np.unique(actions)) == 3  # every action occurs somewhere
+    for row in range(64):
+        assert actions[row].tolist() == _executed(actions[row], 1)  # all possible
+        ref = reference_sequence(cell, x[row], actions[row])
+        np.testing.assert_allclose(log_probs[row], [s["log_prob"] for s in ref],
+                                   atol=1e-5)
+
+
+def test_reinforce_is_greedy_at_inference():
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce", seed=6)
+    x = np.random.default_rng(6).normal(size=(8, 6, 3)).astype("float32")
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    first = np.asarray(cell.split_outputs(rnn(x, training=False))[1]).astype(int)
+    second = np.asarray(cell.split_outputs(rnn(x, training=False))[1]).astype(int)
+    np.testing.assert_array_equal(first, second)
+    for row in range(8):
+        # Replay the greedy choices in the reference: each is its argmax.
+        ref = reference_sequence(cell, x[row], first[row])
+        assert [int(np.argmax(s["log_probs"])) for s in ref] == first[row].tolist()
+
+
+def test_reinforce_gradient_is_unbiased():
+    """Bandit over two steps (max_depth 1): the mean REINFORCE surrogate
+    gradient from sampled actions matches the exact gradient of the expected
+    reward, computed by central finite differences of the NumPy reference
+    summed over the four possible action sequences."""
+    units, n = 3, 20000
+    cell = RecurrentRecursiveCell(units, max_depth=1, mode="reinforce", seed=7)
+    x_one = np.random.default_rng(7).normal(size=(1, 2, 2)).astype("float32")
+    cell.build((None, 2))
+    cell.policy_bias.assign([0.3, 0.0, -0.2])
+    reward = {(S, M): 1.0, (S, R): -0.5, (R, S): 2.0, (R, R): 0.2}
+    sequences = list(reward)
+    names = ("policy_kernel", "policy_bias", "kernel", "bias")
+    params = cell_params(cell)
+
+    def sequence_log_probs(p):
+        return np.array([sum(step["log_prob"] for step in reference_sequence(
+            cell, x_one[0].astype(np.float64), seq, params=p)) for seq in sequences])
+
+    log_p = sequence_log_probs(params)
+    probs = np.exp(log_p)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-9)  # the only possible ones
+    rewards_table = np.array([reward[seq] for seq in sequences])
+    exact, score, eps = [], [], 1e-5
+    for name in names:
+        for index in np.ndindex(params[name].shape):
+            plus, minus = dict(params), dict(params)
+            plus[name] = params[name].copy(); plus[name][index] += eps
+            minus[name] = params[name].copy(); minus[name][index] -= eps
+            lp_plus, lp_minus = sequence_log_probs(plus), sequence_log_probs(minus)
+            exact.append((np.exp(lp_plus) - np.exp(lp_minus)) @ rewards_table / (2 * eps))
+            score.append((lp_plus - lp_minus) / (2 * eps))
+    exact, score = np.array(exact), np.array(score).T  # (P,), (4, P)
+
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    with tf.GradientTape() as tape:
+        out = rnn(np.repeat(x_one, n, axis=0), training=True)
+        _, actions, log_probs, _ = cell.split_outputs(out)
+        actions_np = actions.numpy().astype(int)
+        rewards = np.array([reward[tuple(a)] for a in actions_np], "float32")
+        surrogate = tf.reduce_mean(rewards * tf.reduce_sum(log_probs, axis=1))
+    grads = tape.gradient(surrogate, [getattr(cell, name) for name in names])
+    mc = np.concatenate([g.numpy().ravel() for g in grads])
+    # Standard error of the multinomial average sum_s f_s R_s score_s.
+    v = rewards_table[:, None] * score
+    cov = (np.diag(probs) - np.outer(probs, probs)) / n
+    se = np.sqrt(np.maximum(np.einsum("sp,st,tp->p", v, cov, v), 0))
+    assert np.all(np.abs(mc - exact) <= 5 * se + 2e-4), np.max(np.abs(mc - exact) - 5 * se)
+    # The test has power: the kernel (reached only through h) matters.
+    kernel_part = slice(15 + 3, 15 + 3 + params["kernel"].size)
+    assert np.max(np.abs(exact[kernel_part]) / (se[kernel_part] + 1e-12)) > 10
+    # Sampled sequence frequencies match the policy.
+    freq = np.array([np.mean([tuple(a) == seq for a in actions_np]) for seq in sequences])
+    np.testing.assert_allclose(freq, probs, atol=5 * np.sqrt(probs * (1 - probs) / n).max())
+
+
+def test_sampling_inside_compiled_function():
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce", seed=8)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    x = np.random.default_rng(8).normal(size=(16, 5, 3)).astype("float32")
+
+    # Graph mode; XLA (jit_compile=True) passes too but compiles for ~50 s
+    # on a loaded CPU, too slow for this suite.
+    @tf.function
+    def sample(inputs):
+        return rnn(inputs, training=True)
+
+    first = np.asarray(cell.split_outputs(sample(x))[1]).astype(int)
+    second = np.asarray(cell.split_outputs(sample(x))[1]).astype(int)
+    assert not np.array_equal(first, second)  # the seed generator advances
+    for row in range(16):
+        assert first[row].tolist() == _executed(first[row], 2)
+
+
+def test_save_and_load_in_rnn(tmp_path):
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="supervised", seed=9)
+    inputs = keras.Input((None, 4))
+    model = keras.Model(inputs, keras.layers.RNN(cell, return_sequences=True)(inputs))
+    x = np.asarray(cell.pack_inputs(
+        np.random.default_rng(9).normal(size=(4, 8, 3)).astype("float32"), SEQUENCES))
+    path = os.path.join(tmp_path, "rrnet.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded(x), model(x), atol=1e-6)
+    loaded_cell = loaded.layers[-1].cell
+    assert isinstance(loaded_cell, RecurrentRecursiveCell)
+    assert loaded_cell.get_config() == cell.get_config()
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(units=0, max_depth=2), "units"),
+    (dict(units=4, max_depth=0), "max_depth"),
+    (dict(units=4, max_depth=2.5), "max_depth"),
+    (dict(units=4, max_depth=2, mode="greedy"), "mode"),
+    (dict(units=4, max_depth=2, seed="x"), "seed"),
+])
+def test_bad_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        RecurrentRecursiveCell(**kwargs)
+
+
+def test_bad_inputs():
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="supervised")
+    with pytest.raises(ValueError, match="operation id"):
+        cell.build((None, 1))
+    with pytest.raises(ValueError, match="output_size=7"):
+        cell.split_outputs(np.zeros((2, 5)))
+
+
+def test_bracketed_tree():
+    assert bracketed_tree("((1+2)*3)", [S, S, R, R, R, M, R, R, M]) == \
+        "[( [( 1 + 2 )] * 3 )]"
+
+
+def test_operation_ids_agree_with_the_mee_data():
+    from hmkeras.data import mee
+
+    assert (mee.SPLIT_OPERATION, mee.MERGE_OPERATION, mee.RECUR_OPERATION) == (S, M, R)

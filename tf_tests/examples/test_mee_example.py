@@ -1,0 +1,68 @@
+"""Tests of examples/mee.py (a tiny end-to-end run and its flags)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from example_modules import ROOT, load_example
+
+mee_example = load_example("mee")
+FLAGS = mee_example.FLAGS
+
+
+def _settings(*args):
+    FLAGS.unparse_flags()
+    FLAGS(["mee", *args])
+    return mee_example.resolve_settings(FLAGS)
+
+
+def test_tiny_reinforce_run_end_to_end(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    results = mee_example.run(_settings(
+        "--encoder=rrnet_reinforce", "--tiny", f"--output_dir={out}", "--verbose=0"))
+    printed = capsys.readouterr().out
+    with open(os.path.join(out, "results.json")) as f:
+        saved = json.load(f)
+    assert saved["test_accuracy"] == results["test_accuracy"]
+    assert set(saved["test_accuracy"]) == {"4", "5", "6", "7"}
+    for value in saved["test_accuracy"].values():
+        # 16 test expressions per length: a multiple of 100 / 16.
+        assert 0 <= value <= 100 and (value * 16 / 100) == pytest.approx(
+            round(value * 16 / 100), abs=1e-3)
+    # Table 2 with the paper's row, and two bracketed trees.
+    assert "rrnet_reinforce (paper, train)" in printed and "89.42" in printed
+    assert len(saved["trees"]) == 2
+    # The trees' tokens spell the first test expressions of length 5.
+    from hmkeras.data import mee
+
+    expected = list(mee.generate_expressions(5, "test", 2, seed=0))
+    for line, example in zip(saved["trees"], expected):
+        tree, value = line.split("   = ")
+        assert tree.replace("[", "").replace("]", "").replace(" ", "") == example.expression
+        assert value.startswith(f"{example.value} (predicted ")
+        # A merge needs an earlier split (masked policy): never more "]".
+        assert tree.count("]") <= tree.count("[")
+
+
+def test_tiny_settings():
+    s = _settings("--tiny", "--units=12")
+    assert s["units"] == 12 and s["train_size"] == mee_example.TINY["train_size"]
+    assert s["train_lengths"] == [4, 5] and s["test_lengths"] == [4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--encoder=gru"], ["--encoder=gru", "lstm|rrnet_supervised"]),
+    (["--train_lengths=4,x"], ["--train_lengths", "positive integers"]),
+    (["--units=0"], ["--units=0"]),
+])
+def test_bad_flags_are_one_line(args, expected):
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "mee.py"), *args],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for text in expected:
+        assert text in lines[0]

@@ -1,0 +1,77 @@
+"""Tests of hmkeras.models.ExpressionModel (the MEE encoder-decoder)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hmkeras.data import mee
+from hmkeras.models.expression_model import ExpressionModel
+
+
+def _batch(count=4, length=4):
+    examples = list(mee.generate_expressions(length, "train", count, seed=5))
+    width = max(len(e.expression) for e in examples)
+    tokens = np.zeros((count, width), np.int32)
+    operations = np.full((count, width), mee.RECUR_OPERATION, np.int32)
+    for row, e in enumerate(examples):
+        tokens[row, : len(e.expression)] = mee.encode_expression(e.expression)
+        operations[row, : len(e.expression)] = e.operations
+    digits = np.array([[e.value // 10, e.value % 10] for e in examples], np.int32)
+    return examples, {"tokens": tokens, "operations": operations}, digits
+
+
+def test_supervised_encoder_follows_the_brackets_and_its_policy_loss():
+    examples, inputs, digits = _batch()
+    model = ExpressionModel("rrnet_supervised", units=6, embedding_dim=4, seed=0)
+    logits, (actions, log_probs, _, mask) = model.analyze(inputs)
+    assert logits.shape == (4, 2, 10)
+    for row, e in enumerate(examples):
+        n = len(e.expression)
+        assert np.asarray(actions)[row, :n].astype(int).tolist() == list(e.operations)
+        assert not np.asarray(mask)[row, n:].any() and np.asarray(mask)[row, :n].all()
+    loss, correct, policy = model._objective(inputs, digits, training=False)
+    manual = -np.mean(np.sum(np.asarray(log_probs) * np.asarray(mask), axis=1))
+    assert float(policy) == pytest.approx(manual, rel=1e-5)
+    ce = tf.reduce_mean(tf.reduce_sum(tf.keras.losses.sparse_categorical_crossentropy(
+        digits, logits, from_logits=True), -1))
+    assert float(loss) == pytest.approx(float(ce) + manual, rel=1e-5)
+    predicted = np.argmax(np.asarray(logits), -1)
+    assert np.asarray(correct).tolist() == np.all(predicted == digits, -1).tolist()
+
+
+def test_random_encoder_uses_one_fixed_operation_per_symbol():
+    _, inputs, _ = _batch()
+    model = ExpressionModel("rrnet_random", units=4, embedding_dim=4, seed=3)
+    operations = np.asarray(model.operations_for(inputs))
+    tokens = inputs["tokens"]
+    for symbol in np.unique(tokens):
+        assert len(np.unique(operations[tokens == symbol])) == 1
+    assert np.all(operations[tokens == 0] == mee.RECUR_OPERATION)
+
+
+def test_reinforce_greedy_at_inference_and_sampled_in_training():
+    _, inputs, digits = _batch(count=32)
+    model = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4, seed=1)
+    first = np.asarray(model.analyze(inputs, training=False)[1][0])
+    second = np.asarray(model.analyze(inputs, training=False)[1][0])
+    np.testing.assert_array_equal(first, second)
+    sampled = [np.asarray(model.analyze(inputs, training=True)[1][0]) for _ in range(2)]
+    assert not np.array_equal(sampled[0], sampled[1])
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(encoder="gru"), "encoder"),
+    (dict(reward="bits"), "reward"),
+    (dict(units=0), "units"),
+    (dict(entropy_weight=-1.0), "entropy_weight"),
+])
+def test_bad_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        ExpressionModel(**kwargs)
+
+
+def test_config_round_trip():
+    model = ExpressionModel("rrnet_reinforce", units=5, embedding_dim=3, max_depth=4,
+                            reward="likelihood", seed=2)
+    clone = ExpressionModel.from_config(model.get_config())
+    assert clone.get_config() == model.get_config()
