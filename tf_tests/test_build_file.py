@@ -5,7 +5,7 @@ import os
 import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("analysis", "cells", "data", "heads", "models", "training")
+PACKAGES = ("analysis", "cells", "data", "heads", "models", "training", "wrappers")
 
 
 def build_text():
