@@ -7,7 +7,7 @@ import re
 import hmkeras
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("cells", "heads", "training", "analysis", "models")
+PACKAGES = ("cells", "heads", "wrappers", "training", "analysis", "models")
 
 
 def _readme_table():

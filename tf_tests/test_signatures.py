@@ -19,13 +19,20 @@ import numpy as np
 import pytest
 
 import hmkeras
-from hmkeras.models.char_language_model import CharLanguageModelConfig
 
 PUBLIC_CLASSES = sorted(
     {getattr(hmkeras, name) for name in hmkeras.__all__
      if inspect.isclass(getattr(hmkeras, name))},
     key=lambda cls: cls.__name__,
 )
+# Models that take a configuration or its fields (documented by the
+# configuration's `Attributes`; the signature is made from the dataclass).
+CONFIGURED_MODELS = {
+    hmkeras.CharLanguageModel: hmkeras.CharLanguageModelConfig,
+    hmkeras.WordLanguageModel: hmkeras.WordLanguageModelConfig,
+    hmkeras.HandwritingModel: hmkeras.HandwritingModelConfig,
+    hmkeras.RecurrentRecursiveLanguageModel: hmkeras.RecurrentRecursiveLanguageModelConfig,
+}
 # Classes whose arguments are not documented in their own Args section.
 WARNINGS = [cls for cls in PUBLIC_CLASSES if issubclass(cls, Warning)]
 DOCUMENTED = [cls for cls in PUBLIC_CLASSES
@@ -91,9 +98,9 @@ def test_documented_arguments_are_explicit_parameters(cls):
 def test_explicit_parameters_are_documented(cls):
     documented = set(documented_arguments(cls))
     parameters = explicit_parameters(cls)
-    if cls is hmkeras.CharLanguageModel:
-        # The configuration's fields, documented by CharLanguageModelConfig.
-        fields = [f.name for f in dataclasses.fields(CharLanguageModelConfig)]
+    if cls in CONFIGURED_MODELS:
+        # The configuration's fields, documented by the configuration.
+        fields = [f.name for f in dataclasses.fields(CONFIGURED_MODELS[cls])]
         assert list(parameters) == ["config"] + fields
         assert all(parameters[f].kind is inspect.Parameter.KEYWORD_ONLY for f in fields)
         parameters = {"config": parameters["config"]}
@@ -105,7 +112,7 @@ def test_explicit_parameters_are_documented(cls):
 def test_var_keyword_only_for_keras_base_arguments(cls):
     kinds = [p.kind for p in inspect.signature(cls).parameters.values()]
     assert inspect.Parameter.VAR_POSITIONAL not in kinds
-    if cls is hmkeras.CharLanguageModel:
+    if cls in CONFIGURED_MODELS:
         return  # its keyword-only arguments are the configuration's fields
     if inspect.Parameter.VAR_KEYWORD in kinds:
         assert issubclass(cls, keras.layers.Layer), cls  # keras.Model too
@@ -185,6 +192,42 @@ SERIALIZABLE = {
         bias_constraint="max_norm"),
     "BoundaryRateRegularizer": lambda: hmkeras.BoundaryRateRegularizer(
         [np.float32(0.25), None], weight=np.float64(2.0)),
+    "HMLSTM": lambda: hmkeras.HMLSTM(
+        np.int64(5), np.int32(2), boundary_mode="sample", slope=np.float32(2.0),
+        layer_norm=False, copy_last=True, boundary_bias=-1.0, dropout=0.25,
+        seed=np.int64(7), sparse_updates=False, return_sequences=True,
+        return_state=True, go_backwards=True, stateful=False, unroll=False,
+        zero_output_for_mask=True, name="hm"),
+    "HMRNN": lambda: hmkeras.HMRNN(
+        [np.int64(4), 3], boundary_mode="step", top_down=False,
+        recurrent_dropout=np.float64(0.25), seed=3, sparse_updates=True,
+        return_sequences=True),
+    "MultiplicativeLSTM": lambda: hmkeras.MultiplicativeLSTM(
+        np.int64(4), multiplicative_units=np.int32(6), weight_normalization=True,
+        forget_bias=np.float32(1.0), dropout=0.5, seed=np.int64(2),
+        return_state=True, go_backwards=True),
+    "RecurrentRecursiveCell": lambda: hmkeras.RecurrentRecursiveCell(
+        np.int64(6), np.int32(3), "reinforce", kernel_initializer="he_normal",
+        recurrent_initializer="glorot_normal", bias_initializer="ones",
+        seed=np.int64(4)),
+    "MixtureDensityOutput": lambda: hmkeras.MixtureDensityOutput(
+        np.int64(3), kernel_initializer="he_normal", bias_initializer="ones",
+        kernel_regularizer="l2"),
+    "TiedEmbedding": lambda: hmkeras.TiedEmbedding(
+        np.int64(11), np.int32(4), embeddings_initializer="he_normal",
+        use_bias=np.False_),
+    "AveragingWrapper": lambda: hmkeras.AveragingWrapper(
+        hmkeras.HMLSTMCell(4, 2, slope=2.0), units=np.int64(5), include_current=np.True_,
+        activation="relu", hierarchy_layers="top", reset_token_id=np.int32(3),
+        reset_flag=False, return_cell_output=True, kernel_initializer="he_normal",
+        bias_initializer="ones", kernel_regularizer="l2", bias_regularizer="l1",
+        name="averaging"),
+    "AttentionWrapper": lambda: hmkeras.AttentionWrapper(
+        keras.layers.LSTMCell(4), np.int64(6), "combined", attention_units=np.int32(3),
+        units=2, activation="tanh", return_attention=True, hierarchy_layers="top",
+        reset_token_id=None, reset_flag=True, return_cell_output=True,
+        kernel_initializer="he_normal", bias_initializer="ones",
+        kernel_regularizer="l2", bias_regularizer="l1"),
 }
 
 

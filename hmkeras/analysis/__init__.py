@@ -5,7 +5,8 @@
 * `boundary_metrics`: z rates, z-ratio, boundary precision / recall / F1
   in several alignments.
 * `bits`: unit conversions; `surprisal_analysis`: Krause et al. Fig. 3;
-  `segmentation_plot`: Chung et al. Fig. 3/4.
+  `segmentation_plot`: Chung et al. Fig. 3/4; `attention_plot`: the
+  attention (or averaging) weights of one sentence of a word LM.
 """
 
 from hmkeras.analysis.evaluation import EvaluationResult

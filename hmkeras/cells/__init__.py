@@ -7,6 +7,15 @@
   (`masked_lstm_update`).
 * `MultiplicativeLSTMCell` (alias `MLSTMCell`; Krause et al. 2017) with its
   weight normalization (`weight_normalization`).
+* `HMLSTM`, `HMRNN`, `MultiplicativeLSTM`: sequence layers over those
+  cells, as `keras.layers.LSTM` over `LSTMCell` (`sequence_layer`,
+  `hierarchical_sequence_layer`): the input projection of all steps is one
+  matrix product before the time loop.
+* `sparse_update`: sparse-update inference, a COPYing layer skips its
+  update (`sparse_updates=True`), with counts of the skipped updates.
+* `RecurrentRecursiveCell` (Jacob et al. 2018, RRNet): split / merge /
+  recur over a fixed-size stack in the state (`tensor_stack`), with a
+  policy network (supervised, REINFORCE or fixed operations).
 * `variational_dropout`: per-sequence dropout masks and constants of every
   cell; `independent_initializers`: one random draw per weight matrix.
 * `argument_checks`: the argument and input checks shared by every public
@@ -14,15 +23,23 @@
 """
 
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
+from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
+from hmkeras.cells.hm_rnn import HMRNN
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
+from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MLSTMCell
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
 __all__ = [
+    "HMLSTM",
+    "HMRNN",
+    "MultiplicativeLSTM",
     "HMLSTMCell",
     "HMRNNCell",
     "HierarchicalCell",
     "MLSTMCell",
     "MultiplicativeLSTMCell",
+    "RecurrentRecursiveCell",
 ]

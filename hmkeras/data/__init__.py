@@ -13,6 +13,19 @@
 * `CharVocabulary`: sorted symbol <-> id map that refuses unknown symbols.
 * `TruncatedBPTTBatches` (stateful TBPTT training batches) and
   `EvaluationChunks` (batch-1 evaluation over the whole text).
+* Word level: `SyntheticWordCorpus` (the embedded corpus as tokens, exact
+  entropy rate per token), TFDS builders `PtbWord` ("ptb_word") and
+  `Wikitext2Word` ("wikitext2_word") with `read_sentences`,
+  `load_word_corpus(name, split, ...)`, `WordVocabulary` (``<pad>``,
+  ``<eos>``, ``<unk>``) and `SentenceBatches` (sentences padded / cut to a
+  fixed length, Salton & Kelleher).
+* Math expressions (Jacob et al. 2018): the TFDS builder `Mee` ("mee",
+  generated locally; `MeeConfig` sizes) and the plain-Python stream
+  `generate_mee_expressions` (`mee.generate_expressions`).
+* Handwriting: the TFDS builder `IamOnDb` ("iam_ondb", manual download;
+  `IamOnDbConfig`, `read_stroke_split`) and the embedded offline stroke set
+  `SyntheticStrokes` (glyph lines with known stroke and glyph boundaries);
+  `stroke_offsets` converts strokes to `(dx, dy, pen_up)` and normalizes.
 
 Example:
 
@@ -46,6 +59,22 @@ from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_WORDS
 from hmkeras.data.wikitext2_raw import Wikitext2Raw
 from hmkeras.data.wikitext2_raw import Wikitext2RawConfig
 from hmkeras.data.wikitext2_raw import count_words
+from hmkeras.data.ptb_word import PtbWord
+from hmkeras.data.sentence_pipeline import SentenceBatches
+from hmkeras.data.synthetic_word_corpus import SyntheticWordCorpus
+from hmkeras.data.wikitext2_word import Wikitext2Word
+from hmkeras.data.word_corpora import WORD_CORPUS_NAMES
+from hmkeras.data.word_corpora import load_word_corpus
+from hmkeras.data.word_corpora import word_corpus_builder
+from hmkeras.data.word_stream_builder import read_sentences
+from hmkeras.data.word_vocabulary import WordVocabulary
+from hmkeras.data.mee import Mee
+from hmkeras.data.mee import MeeConfig
+from hmkeras.data.mee import generate_expressions as generate_mee_expressions
+from hmkeras.data.iam_ondb import IamOnDb
+from hmkeras.data.iam_ondb import IamOnDbConfig
+from hmkeras.data.iam_ondb import read_stroke_split
+from hmkeras.data.synthetic_strokes import SyntheticStrokes
 
 __all__ = [
     "CORPUS_NAMES",
@@ -69,4 +98,20 @@ __all__ = [
     "load_char_corpus",
     "read_split",
     "read_text_splits",
+    "PtbWord",
+    "SentenceBatches",
+    "SyntheticWordCorpus",
+    "WORD_CORPUS_NAMES",
+    "Wikitext2Word",
+    "WordVocabulary",
+    "load_word_corpus",
+    "read_sentences",
+    "word_corpus_builder",
+    "Mee",
+    "MeeConfig",
+    "generate_mee_expressions",
+    "IamOnDb",
+    "IamOnDbConfig",
+    "SyntheticStrokes",
+    "read_stroke_split",
 ]

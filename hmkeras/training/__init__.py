@@ -9,11 +9,17 @@
   across batches.
 * `TrainingCheckpoint`: resumable checkpoints.
 * `export_step_model`: a stateless step SavedModel for generation.
+* `HandwritingTrainer`, `export_handwriting_step_model`: whole-sequence
+  training of a `HandwritingModel` (boundary rates in the logs) and its
+  step SavedModel for drawing (`handwriting_training`,
+  `handwriting_step_export`).
 """
 
 from hmkeras.training.boundary_monitor import BoundaryCollapseWarning
 from hmkeras.training.boundary_monitor import BoundaryMonitor
 from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
+from hmkeras.training.handwriting_step_export import export_handwriting_step_model
+from hmkeras.training.handwriting_training import HandwritingTrainer
 from hmkeras.training.slope_annealing import SlopeAnnealing
 from hmkeras.training.stateful_training import TruncatedBPTTModel
 from hmkeras.training.step_export import export_step_model
@@ -23,8 +29,10 @@ __all__ = [
     "BoundaryCollapseWarning",
     "BoundaryMonitor",
     "BoundaryRateRegularizer",
+    "HandwritingTrainer",
     "SlopeAnnealing",
     "TrainingCheckpoint",
     "TruncatedBPTTModel",
+    "export_handwriting_step_model",
     "export_step_model",
 ]
