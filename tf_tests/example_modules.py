@@ -1,23 +1,55 @@
 """Imports the scripts under examples/ as modules, for the tests."""
 
+import functools
 import importlib.util
+import inspect
 import os
+import types
+
+import absl
+from absl import flags as absl_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 _LOADED = {}
 
 
+def _own_flags_module(flag_values):
+    """`absl.flags` as an example module sees it: every `DEFINE_*`,
+    validator and `FLAGS` goes to `flag_values` instead of the process'
+    global flags."""
+    module = types.ModuleType("absl.flags")
+    for name in dir(absl_flags):
+        value = getattr(absl_flags, name)
+        if callable(value) and not inspect.isclass(value):
+            try:
+                parameters = inspect.signature(value).parameters
+            except (TypeError, ValueError):
+                parameters = {}
+            if "flag_values" in parameters:
+                value = functools.partial(value, flag_values=flag_values)
+        setattr(module, name, value)
+    module.FLAGS = flag_values
+    return module
+
+
 def load_example(name):
     """The module `examples/<name>.py`, loaded once per process.
 
-    An example defines absl flags at import; a second import would define
-    them again, which absl refuses.
+    Each example gets flags of its own (a fresh `absl.flags.FlagValues`,
+    its `FLAGS`), so that examples whose flags share names (`--tiny`,
+    `--output_dir`, ...) load side by side in one test process.
     """
     if name in _LOADED:
         return _LOADED[name]
     spec = importlib.util.spec_from_file_location(
         name, os.path.join(ROOT, "examples", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    own = _own_flags_module(absl_flags.FlagValues())
+    # `from absl import flags` in the example reads the attribute below.
+    absl.flags = own
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        absl.flags = absl_flags
     _LOADED[name] = module
     return module
