@@ -71,6 +71,7 @@ from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
 from hmkeras.models.config_signature import keyword_signature
+from hmkeras.models.config_signature import resolve_config
 from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
 
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
@@ -285,15 +286,7 @@ class CharLanguageModel:
     """
 
     def __init__(self, config=None, **kwargs):
-        if config is None:
-            config = CharLanguageModelConfig(**kwargs)
-        elif kwargs:
-            raise ValueError("Give either `config` or keyword arguments, not both.")
-        elif not isinstance(config, CharLanguageModelConfig):
-            raise ValueError(
-                "`config` must be a CharLanguageModelConfig or None. "
-                f"Received: config={config!r}"
-            )
+        config = resolve_config(CharLanguageModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
         self.network = self._build()
@@ -308,6 +301,28 @@ class CharLanguageModel:
     # ------------------------------------------------------------------
     def _regularizer(self):
         return keras.regularizers.L2(self.config.l2) if self.config.l2 else None
+
+    def _output_module(self, rnn_outputs):
+        """What the output layer reads: the configured output module over
+        `[h^1 .. h^L]`, or with `output="none"` the hidden states (the
+        boundaries left out) or the RNN's output."""
+        c, reg = self.config, self._regularizer()
+        if c.output == "gated":  # Chung et al. Eq. (11)-(12)
+            return GatedOutputEmbedding(
+                c.output_units, layer_sizes=self.layer_sizes,
+                kernel_regularizer=reg, name="output_embedding",
+            )(rnn_outputs)
+        if c.output == "simple":  # Kadar et al. SimplerOut
+            return SimpleOutputEmbedding(
+                c.output_units, layer_sizes=self.layer_sizes,
+                kernel_regularizer=reg, name="output_embedding",
+            )(rnn_outputs)
+        if self.hierarchical_cell is not None:
+            # No output module: the softmax reads the hidden states only.
+            return keras.layers.Lambda(
+                lambda y: y[..., : sum(self.layer_sizes)], name="hiddens"
+            )(rnn_outputs)
+        return rnn_outputs
 
     def _recurrent_layers(self):
         """`(rnn_layers, layer_sizes)`: the recurrent layers, bottom first.
@@ -381,25 +396,9 @@ class CharLanguageModel:
             outputs[0] if len(outputs) == 1
             else keras.layers.Concatenate(name="all_layers")(outputs)
         )
-        hidden = rnn_outputs
-        reg = self._regularizer()
-        if c.output == "gated":  # Chung et al. Eq. (11)-(12)
-            hidden = GatedOutputEmbedding(
-                c.output_units, layer_sizes=self.layer_sizes,
-                kernel_regularizer=reg, name="output_embedding",
-            )(rnn_outputs)
-        elif c.output == "simple":  # Kadar et al. SimplerOut
-            hidden = SimpleOutputEmbedding(
-                c.output_units, layer_sizes=self.layer_sizes,
-                kernel_regularizer=reg, name="output_embedding",
-            )(rnn_outputs)
-        elif self.hierarchical_cell is not None:
-            # No output module: the softmax reads the hidden states only.
-            hidden = keras.layers.Lambda(
-                lambda y: y[..., : sum(self.layer_sizes)], name="hiddens"
-            )(rnn_outputs)
+        hidden = self._output_module(rnn_outputs)
         logits = keras.layers.Dense(
-            c.vocab_size, kernel_regularizer=reg, name="logits"
+            c.vocab_size, kernel_regularizer=self._regularizer(), name="logits"
         )(hidden)
         return keras.Model(
             [tokens, *states], [logits, rnn_outputs, *new_states],

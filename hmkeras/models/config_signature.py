@@ -1,8 +1,9 @@
-"""The signature of a model built from a configuration dataclass.
+"""Models built from a configuration dataclass: their signature and arguments.
 
-`CharLanguageModel`, `WordLanguageModel` and `HandwritingModel` take either a
-configuration object or its fields as keyword arguments. Their signature is
-made from the dataclass (one source of truth), so that `help()` and
+`CharLanguageModel`, `WordLanguageModel`, `HandwritingModel` and
+`RecurrentRecursiveLanguageModel` take either a configuration object or its
+fields as keyword arguments (`resolve_config`). Their signature is made from
+the dataclass (one source of truth), so that `help()` and
 `inspect.signature` list the fields:
 
 >>> import dataclasses
@@ -36,3 +37,25 @@ def keyword_signature(config_class):
             )
         )
     return inspect.Signature(parameters)
+
+
+def resolve_config(config_class, config, fields, accept_dict=False):
+    """The configuration a model was given: `config`, or one built from
+    the keyword arguments `fields` (a dict) when `config` is None.
+
+    Raises:
+        ValueError: both were given, or `config` is not a `config_class`
+            (nor, with `accept_dict`, a dict of its fields).
+    """
+    if config is None:
+        return config_class(**fields)
+    if fields:
+        raise ValueError("Give either `config` or keyword arguments, not both.")
+    if accept_dict and isinstance(config, dict):
+        return config_class(**config)
+    if not isinstance(config, config_class):
+        raise ValueError(
+            f"`config` must be a {config_class.__name__} or None. "
+            f"Received: config={config!r}"
+        )
+    return config

@@ -44,16 +44,15 @@ import keras
 import numpy as np
 
 from hmkeras.cells import argument_checks
-from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.mixture_density_output import MixtureDensityOutput
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
-from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
 from hmkeras.models.char_language_model import CharLanguageModel
 from hmkeras.models.char_language_model import check_recurrent_fields
 from hmkeras.models.char_language_model import run_layers
 from hmkeras.models.char_language_model import state_sizes
 from hmkeras.models.char_language_model import with_legacy_layers
 from hmkeras.models.config_signature import keyword_signature
+from hmkeras.models.config_signature import resolve_config
 
 #: Features per step: dx, dy, pen_up.
 STEP_FEATURES = 3
@@ -132,15 +131,7 @@ class HandwritingModel(CharLanguageModel):
     """
 
     def __init__(self, config=None, **kwargs):
-        if config is None:
-            config = HandwritingModelConfig(**kwargs)
-        elif kwargs:
-            raise ValueError("Give either `config` or keyword arguments, not both.")
-        elif not isinstance(config, HandwritingModelConfig):
-            raise ValueError(
-                "`config` must be a HandwritingModelConfig or None. "
-                f"Received: config={config!r}"
-            )
+        config = resolve_config(HandwritingModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
         self.boundary_rate_regularizer = None
@@ -159,19 +150,8 @@ class HandwritingModel(CharLanguageModel):
         outputs, new_states = run_layers(rnn_layers, strokes, states)
         rnn_outputs = (outputs[0] if len(outputs) == 1
                        else keras.layers.Concatenate(name="all_layers")(outputs))
+        hidden = self._output_module(rnn_outputs)  # as in the char model
         reg = self._regularizer()
-        hidden = rnn_outputs
-        if c.output == "gated":  # Chung et al. Eq. (11)-(12)
-            hidden = GatedOutputEmbedding(
-                c.output_units, layer_sizes=self.layer_sizes,
-                kernel_regularizer=reg, name="output_embedding")(rnn_outputs)
-        elif c.output == "simple":  # Kadar et al. SimplerOut
-            hidden = SimpleOutputEmbedding(
-                c.output_units, layer_sizes=self.layer_sizes,
-                kernel_regularizer=reg, name="output_embedding")(rnn_outputs)
-        elif self.hierarchical_cell is not None:
-            hidden = keras.layers.Lambda(
-                lambda y: y[..., : sum(self.layer_sizes)], name="hiddens")(rnn_outputs)
         self.mixture = MixtureDensityOutput(
             c.num_components, kernel_regularizer=reg, name="mixture")
         params = self.mixture(hidden)  # Graves Eq. (17)

@@ -59,6 +59,7 @@ from hmkeras.cells import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
 from hmkeras.models.config_signature import keyword_signature
+from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
 
 __all__ = [
@@ -154,16 +155,9 @@ class RecurrentRecursiveLanguageModel(keras.Model):
 
     def __init__(self, config=None, name=None, **kwargs):
         super().__init__(name=name or "rrnet_word_lm")
-        if config is None:
-            config = RecurrentRecursiveLanguageModelConfig(**kwargs)
-        elif kwargs:
-            raise ValueError("Give either `config` or keyword arguments, not both.")
-        elif isinstance(config, dict):
-            config = RecurrentRecursiveLanguageModelConfig(**config)
-        elif not isinstance(config, RecurrentRecursiveLanguageModelConfig):
-            raise ValueError(
-                "`config` must be a RecurrentRecursiveLanguageModelConfig or None. "
-                f"Received: config={config!r}")
+        config = resolve_config(
+            RecurrentRecursiveLanguageModelConfig, config, kwargs, accept_dict=True
+        )
         self.config = config
         c = config
         dim = c.embedding_dim or c.units

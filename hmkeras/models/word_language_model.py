@@ -72,6 +72,7 @@ from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.models.char_language_model import with_legacy_layers
 from hmkeras.models.config_signature import keyword_signature
+from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
 from hmkeras.wrappers.attention_wrapper import AttentionWrapper
 from hmkeras.wrappers.averaging_wrapper import AveragingWrapper
@@ -170,14 +171,7 @@ class WordLanguageModel:
     """
 
     def __init__(self, config=None, **kwargs):
-        if config is None:
-            config = WordLanguageModelConfig(**kwargs)
-        elif kwargs:
-            raise ValueError("Give either `config` or keyword arguments, not both.")
-        elif not isinstance(config, WordLanguageModelConfig):
-            raise ValueError(
-                "`config` must be a WordLanguageModelConfig or None. "
-                f"Received: config={config!r}")
+        config = resolve_config(WordLanguageModelConfig, config, kwargs)
         self.config = config
         self.wrapper = None
         self.attention_network = None
