@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 from hmkeras.data import sources
+from hmkeras.data import wikitext2_raw
 from hmkeras.data import word_stream_builder
 
 __all__ = ["Wikitext2Word"]
@@ -56,17 +57,9 @@ class Wikitext2Word(word_stream_builder.WordStreamBuilder):
         "articles with <unk>; one normalised text stream per split, a line "
         "per paragraph or heading."
     )
-    HOMEPAGE = (
-        "https://www.salesforce.com/blog/the-wikitext-long-term-dependency-"
-        "language-modeling-dataset/"
-    )
-    CITATION = """@inproceedings{merity2017pointer,
-  author = {Stephen Merity and Caiming Xiong and James Bradbury and
-            Richard Socher},
-  title = {Pointer Sentinel Mixture Models},
-  booktitle = {International Conference on Learning Representations},
-  year = {2017}
-}"""
+    # The same corpus as the raw release: its page and citation.
+    HOMEPAGE = wikitext2_raw.Wikitext2Raw.HOMEPAGE
+    CITATION = wikitext2_raw.Wikitext2Raw.CITATION
 
     def _check_tokens(self, text, file_name):
         if file_name == _FILES["train"] and "<unk>" not in text.split():
