@@ -33,7 +33,10 @@ CASES = {
     "hmrnn_ln": (HMRNN, HMRNNCell, ([5, 4, 3],), {"layer_norm": True}),
     "hmrnn": (HMRNN, HMRNNCell, ([5, 4, 3],), {"layer_norm": False}),
     "mlstm_wn": (MultiplicativeLSTM, MultiplicativeLSTMCell, (5, 3),
-                 {"weight_normalization": True}),
+                 {"weight_normalization": True}),  # scope "recurrent"
+    "mlstm_wn_all": (MultiplicativeLSTM, MultiplicativeLSTMCell, (5, 3),
+                     {"weight_normalization": True,
+                      "weight_normalization_scope": "all"}),
     "mlstm": (MultiplicativeLSTM, MultiplicativeLSTMCell, (5,), {}),
 }
 
@@ -107,6 +110,74 @@ def test_equals_rnn_of_cell(case):
     if find_hierarchical_cells(layer):  # the boundaries really switch
         boundaries = layer.split_outputs(results[0])[1]
         assert 0.0 < float(np.mean(boundaries)) < 1.0
+
+
+@pytest.mark.parametrize("case", ["hmlstm_ln", "hmlstm", "hmlstm_copy_last", "hmrnn_ln"])
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_training_defers_weight_gradients_with_equal_results(case, go_backwards, monkeypatch):
+    """In training the layer takes its kernels' gradients after the loop
+    (`deferred_weight_gradients`): outputs, states and every gradient still
+    equal RNN(cell)'s, with a padded row and backwards."""
+    from hmkeras.cells import deferred_weight_gradients
+
+    probes = []
+    real_probe = deferred_weight_gradients.weight_gradient_probe
+
+    def counting_probe(kernels, *args):
+        probes.append(len(kernels))
+        return real_probe(kernels, *args)
+
+    monkeypatch.setattr(deferred_weight_gradients, "weight_gradient_probe", counting_probe)
+    mask = np.ones((B, T), bool)
+    mask[1, 5:] = False
+    layer, reference = make_pair(case, {"go_backwards": go_backwards})
+    x = _inputs(seed=3)
+    results, gradients = _run(layer, x, mask=tf.constant(mask), training=True)
+    assert len(probes) == layer.cell.num_layers  # one probe per layer: deferred
+    expected, expected_gradients = _run(reference, x, mask=tf.constant(mask), training=True)
+    assert len(probes) == layer.cell.num_layers  # RNN(cell) defers nothing
+    for got, want in zip(results + gradients, expected + expected_gradients):
+        np.testing.assert_allclose(got, want, **TOLERANCE)
+
+
+@pytest.mark.parametrize("case", ["hmlstm_ln", "hmlstm"])
+def test_training_over_steps_unknown_until_run_time(case, monkeypatch):
+    """A sequence whose length is not static (a `tf.function` traced for
+    any length, as for padded batches of varying length) trains through
+    the ordinary loop, with RNN(cell)'s gradients at every length."""
+    from hmkeras.cells import deferred_weight_gradients
+
+    probes = []
+    real_probe = deferred_weight_gradients.weight_gradient_probe
+    monkeypatch.setattr(deferred_weight_gradients, "weight_gradient_probe",
+                        lambda *a: probes.append(1) or real_probe(*a))
+    layer, reference = make_pair(case)
+    spec = tf.TensorSpec((None, None, FEATURES), tf.float64)
+
+    def gradients_of(rnn):
+        @tf.function(input_signature=[spec])
+        def gradients(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                outputs = rnn(x, training=True)[0]
+                loss = tf.reduce_sum(outputs * tf.cos(outputs))
+            return tape.gradient(loss, [x] + rnn.cell.trainable_weights)
+        return gradients
+
+    layer_gradients, reference_gradients = gradients_of(layer), gradients_of(reference)
+    for steps in (3, T):
+        x = tf.constant(_inputs(seed=steps, steps=steps))
+        for got, want in zip(layer_gradients(x), reference_gradients(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), **TOLERANCE)
+    assert not probes  # nothing deferred without a static length
+
+
+def test_hmrnn_without_layer_norm_keeps_per_step_gradients():
+    """The HMRNN's separate products (no layer norm) are not deferred."""
+    layer, _ = make_pair("hmrnn")
+    with tf.GradientTape():
+        layer(tf.constant(_inputs()), training=True)
+    assert layer.cell.deferred_kernels(layer.cell.build_sequence_constants(None)) is None
 
 
 @pytest.mark.parametrize("case", ["hmlstm_ln", "hmrnn", "mlstm_wn"])
