@@ -3,6 +3,7 @@
 import keras
 
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+from hmkeras.cells.multiplicative_lstm_cell import with_legacy_defaults
 from hmkeras.cells.sequence_layer import SequenceLayer
 
 
@@ -11,14 +12,25 @@ class MultiplicativeLSTM(SequenceLayer):
     """Multiplicative LSTM layer (Krause et al. 2017).
 
     `keras.layers.RNN(MultiplicativeLSTMCell(...))` as one layer, the way
-    `keras.layers.LSTM` is `RNN(LSTMCell(...))`.  The input products
-    `W_mx x_t` (Eq. 17) and `W_hx x_t`, `W_ix x_t`, `W_fx x_t`, `W_ox x_t`
-    (Eq. 18-21) of all steps are one matrix product before the time loop,
-    and weight normalization is done once per sequence; the loop does the
-    products with `h_{t-1}` and `m_t` only (see
-    `hmkeras.cells.sequence_layer`).  Takes every argument of
-    `MultiplicativeLSTMCell` and `return_sequences`, `return_state`,
-    `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`.
+    `keras.layers.LSTM` is `RNN(LSTMCell(...))`, with the same outputs,
+    states and gradients.  Weight normalization and the input dropout mask
+    are applied once per call, before the time loop (see
+    `hmkeras.cells.sequence_layer`); the input products `W_mx x_t`
+    (Eq. 17) and `W_hx x_t`, `W_ix x_t`, `W_fx x_t`, `W_ox x_t`
+    (Eq. 18-21) stay in the loop, one matmul per step, which on a CPU is
+    cheaper than precomputing them for all steps (see
+    `MultiplicativeLSTMCell.project_sequence`).  The two recurrent
+    products cannot be merged into one: `W_hm m_t` and the gates' `W_*m m_t`
+    (already one matmul) need `m_t`, which needs `W_mh h_{t-1}`.  Takes
+    every argument of `MultiplicativeLSTMCell` and `return_sequences`,
+    `return_state`, `go_backwards`, `stateful`, `unroll`,
+    `zero_output_for_mask`.
+
+    Weight normalization covers the recurrent weights by default
+    (`weight_normalization_scope="recurrent"`: W_mh and W_hm, W_im, W_om,
+    W_fm, as Krause et al. Section 4.2), and the input kernel too with
+    `"all"`, which a configuration saved without that key (by an earlier
+    version) gets.
 
     Args:
 
@@ -34,3 +46,8 @@ class MultiplicativeLSTM(SequenceLayer):
 
     cell_name = "multiplicative_lstm_cell"
     cell_class = MultiplicativeLSTMCell
+
+    @classmethod
+    def from_config(cls, config):
+        # As the cell's: no `weight_normalization_scope` means "all".
+        return super().from_config(with_legacy_defaults(config))

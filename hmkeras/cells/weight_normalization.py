@@ -6,7 +6,9 @@ entry per output unit (column):
     W[:, j] = g[j] * v[:, j] / ||v[:, j]||
 
 Krause et al. apply it to the recurrent weights of the multiplicative LSTM
-("mLSTM +emb +WN", Section 4.2). The gain is initialised to `||v||`
+("mLSTM +emb +WN", Section 4.2): `MultiplicativeLSTMCell` normalizes those by
+default, and its input kernel too with `weight_normalization_scope="all"`.
+The gain is initialised to `||v||`
 (`initializers`), so that `W == v` when training starts and turning weight
 normalization on does not change the function the freshly initialised cell
 computes.

@@ -67,9 +67,12 @@ from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.hm_rnn import HMRNN
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
+from hmkeras.cells.multiplicative_lstm_cell import LEGACY_WEIGHT_NORMALIZATION_SCOPE
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+from hmkeras.cells.multiplicative_lstm_cell import WEIGHT_NORMALIZATION_SCOPES
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
+from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
@@ -78,6 +81,12 @@ CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
+#: Saved configurations without `sequence_layer` (written before the field
+#: existed) describe models built with `keras.layers.RNN(cell)`.
+LEGACY_LAYERS = {"sequence_layer": False}
+#: Saved configurations without `weight_normalization_scope` (written before
+#: the field existed) describe mLSTMs normalizing every kernel.
+LEGACY_SCOPE = {"weight_normalization_scope": LEGACY_WEIGHT_NORMALIZATION_SCOPE}
 
 
 def check_recurrent_fields(config, positive=("units", "num_layers")):
@@ -99,6 +108,10 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
     for name in ("layer_norm", "top_down", "copy_last", "weight_normalization",
                  "sequence_layer"):
         setattr(config, name, checks.check_bool(name, getattr(config, name)))
+    config.weight_normalization_scope = checks.check_choice(
+        "weight_normalization_scope", config.weight_normalization_scope,
+        tuple(WEIGHT_NORMALIZATION_SCOPES),
+    )
     config.slope = checks.check_float(
         "slope", config.slope, minimum=0, exclusive_minimum=True
     )
@@ -120,7 +133,7 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
 
 
 @dataclasses.dataclass
-class CharLanguageModelConfig:
+class CharLanguageModelConfig(JsonConfig):
     """Everything needed to rebuild a `CharLanguageModel` (JSON-able).
 
     Attributes:
@@ -141,6 +154,10 @@ class CharLanguageModelConfig:
             rate per boundary layer (None: no penalty) and its weight.
         weight_normalization: Weight normalization of the mLSTM (Krause
             et al.).
+        weight_normalization_scope: Its kernels: `"recurrent"` (Krause et
+            al. Sec. 4.2, the default) or `"all"` (the input kernel too).
+            `from_json` of a configuration without this field (saved
+            before it existed) gives `"all"`, what such runs trained.
         dropout, recurrent_dropout: Variational dropout rates in [0, 1)
             of the cells' inputs and recurrent states.
         multiplicative_units: Size of the mLSTM's `m_t` (0: `units`).
@@ -174,12 +191,14 @@ class CharLanguageModelConfig:
     boundary_rate_targets: list = None
     boundary_rate_weight: float = 0.0
     weight_normalization: bool = False
+    weight_normalization_scope: str = "recurrent"
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
     multiplicative_units: int = 0
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
+    saved_defaults = {**LEGACY_LAYERS, **LEGACY_SCOPE}  # for `from_json` (not a field)
 
     def __post_init__(self):
         # Every field is checked and stored as a Python value (NumPy
@@ -215,13 +234,6 @@ class CharLanguageModelConfig:
                 for rate in targets
             ]
 
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text):
-        return cls(**with_legacy_layers(json.loads(text)))
-
 
 def with_legacy_layers(fields):
     """`fields` (a saved configuration) with `sequence_layer=False` when absent.
@@ -230,7 +242,7 @@ def with_legacy_layers(fields):
     with `keras.layers.RNN(cell)`, whose weight files only such a model
     loads.
     """
-    return {"sequence_layer": False, **fields}
+    return {**LEGACY_LAYERS, **fields}
 
 
 def keep_saved_layers(config, run_directory):
@@ -239,15 +251,20 @@ def keep_saved_layers(config, run_directory):
     A run resumed from `run_directory/checkpoints` must be rebuilt with the
     layers its weight files were written from: when the directory holds
     `checkpoints/` and a `model_config.json`, its `sequence_layer` (False
-    when the file predates the field) replaces `config`'s. Any
-    configuration dataclass with a `sequence_layer` field works.
+    when the file predates the field) replaces `config`'s, and so does its
+    `weight_normalization_scope` (`"all"` when the file predates it) for
+    configurations with that field. Any configuration dataclass with a
+    `sequence_layer` field works.
     """
     path = os.path.join(run_directory, "model_config.json")
     if not (os.path.isfile(path) and os.path.isdir(os.path.join(run_directory, "checkpoints"))):
         return config
     with open(path) as f:
-        saved = with_legacy_layers(json.load(f))
-    return dataclasses.replace(config, sequence_layer=bool(saved["sequence_layer"]))
+        saved = {**LEGACY_SCOPE, **with_legacy_layers(json.load(f))}
+    kept = {"sequence_layer": bool(saved["sequence_layer"])}
+    if hasattr(config, "weight_normalization_scope"):
+        kept["weight_normalization_scope"] = saved["weight_normalization_scope"]
+    return dataclasses.replace(config, **kept)
 
 
 def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,
@@ -374,6 +391,7 @@ class CharLanguageModel:
             0, MultiplicativeLSTMCell, MultiplicativeLSTM, c.units,
             multiplicative_units=c.multiplicative_units or None,
             weight_normalization=c.weight_normalization,
+            weight_normalization_scope=c.weight_normalization_scope,
             dropout=c.dropout, recurrent_dropout=c.recurrent_dropout,
             kernel_regularizer=reg, recurrent_regularizer=reg, seed=c.seed,
         )

@@ -4,7 +4,8 @@
 `RecurrentRecursiveLanguageModel` take either a configuration object or its
 fields as keyword arguments (`resolve_config`). Their signature is made from
 the dataclass (one source of truth), so that `help()` and
-`inspect.signature` list the fields:
+`inspect.signature` list the fields; the configurations are written to and
+read from JSON by `JsonConfig`:
 
 >>> import dataclasses
 >>> @dataclasses.dataclass
@@ -17,6 +18,7 @@ the dataclass (one source of truth), so that `help()` and
 
 import dataclasses
 import inspect
+import json
 
 
 def keyword_signature(config_class):
@@ -37,6 +39,42 @@ def keyword_signature(config_class):
             )
         )
     return inspect.Signature(parameters)
+
+
+class JsonConfig:
+    """`to_json` and `from_json` of a configuration dataclass (its base class).
+
+    `to_json` writes the fields as JSON (keys sorted, indented);
+    `from_json` makes the configuration of such a text. `saved_defaults`
+    (a class attribute, not a field) gives fields added after
+    configurations were first saved the value that describes the models of
+    the older texts, which lack them.
+
+    >>> @dataclasses.dataclass
+    ... class Config(JsonConfig):
+    ...     units: int = 8
+    ...     cell: str = "hmlstm"
+    ...     saved_defaults = {"cell": "lstm"}  # texts from before `cell`
+    >>> print(Config(units=4).to_json())
+    {
+      "cell": "hmlstm",
+      "units": 4
+    }
+    >>> Config.from_json('{"units": 4}')
+    Config(units=4, cell='lstm')
+    """
+
+    saved_defaults = {}
+
+    def to_json(self):
+        """The fields as JSON text, keys sorted (`from_json` reads it)."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text):
+        """The configuration of `text` (`to_json`'s JSON), `saved_defaults`
+        filling the fields it lacks."""
+        return cls(**{**cls.saved_defaults, **json.loads(text)})
 
 
 def resolve_config(config_class, config, fields, accept_dict=False):

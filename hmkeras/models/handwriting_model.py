@@ -38,7 +38,6 @@ Example:
 """
 
 import dataclasses
-import json
 
 import keras
 import numpy as np
@@ -46,11 +45,13 @@ import numpy as np
 from hmkeras.cells import argument_checks
 from hmkeras.heads.mixture_density_output import MixtureDensityOutput
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
+from hmkeras.models.char_language_model import LEGACY_LAYERS
+from hmkeras.models.char_language_model import LEGACY_SCOPE
 from hmkeras.models.char_language_model import CharLanguageModel
 from hmkeras.models.char_language_model import check_recurrent_fields
 from hmkeras.models.char_language_model import run_layers
 from hmkeras.models.char_language_model import state_sizes
-from hmkeras.models.char_language_model import with_legacy_layers
+from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 
@@ -59,7 +60,7 @@ STEP_FEATURES = 3
 
 
 @dataclasses.dataclass
-class HandwritingModelConfig:
+class HandwritingModelConfig(JsonConfig):
     """Everything needed to rebuild a `HandwritingModel` (JSON-able).
 
     Defaults are Chung et al.'s IAM-OnDB setup: 3 x 400 HM-LSTM, gated
@@ -70,7 +71,8 @@ class HandwritingModelConfig:
             `CharLanguageModelConfig` (400 units and output units here).
         boundary_mode, slope, layer_norm, top_down, copy_last: As there.
         boundary_bias, dropout, recurrent_dropout: As there.
-        weight_normalization, multiplicative_units, l2, seed: As there.
+        weight_normalization, weight_normalization_scope: As there.
+        multiplicative_units, l2, seed: As there.
         num_components: Number M of bivariate Gaussians of the output.
         sequence_layer: As there: the cell's sequence layer (True) or
             `keras.layers.RNN(cell)`; `from_json` of a configuration
@@ -92,21 +94,16 @@ class HandwritingModelConfig:
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
     weight_normalization: bool = False
+    weight_normalization_scope: str = "recurrent"
     multiplicative_units: int = 0
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
+    saved_defaults = {**LEGACY_LAYERS, **LEGACY_SCOPE}  # for `from_json` (not a field)
 
     def __post_init__(self):
         # Checked and stored as Python values, as in `CharLanguageModelConfig`.
         check_recurrent_fields(self, positive=("units", "num_layers", "num_components"))
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text):
-        return cls(**with_legacy_layers(json.loads(text)))
 
 
 class HandwritingModel(CharLanguageModel):
@@ -120,7 +117,8 @@ class HandwritingModel(CharLanguageModel):
             `HandwritingModelConfig`.
         boundary_mode, slope, layer_norm, top_down, copy_last: Ditto.
         boundary_bias, dropout, recurrent_dropout: Ditto.
-        weight_normalization, multiplicative_units, l2, seed: Ditto.
+        weight_normalization, weight_normalization_scope: Ditto.
+        multiplicative_units, l2, seed: Ditto.
         sequence_layer: Ditto.
 
     Attributes:

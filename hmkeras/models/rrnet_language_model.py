@@ -49,7 +49,6 @@ Example:
 """
 
 import dataclasses
-import json
 
 import keras
 import numpy as np
@@ -58,6 +57,7 @@ import tensorflow as tf
 from hmkeras.cells import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
@@ -85,7 +85,7 @@ def discounted_returns(rewards, discount):
 
 
 @dataclasses.dataclass
-class RecurrentRecursiveLanguageModelConfig:
+class RecurrentRecursiveLanguageModelConfig(JsonConfig):
     """Everything needed to rebuild a `RecurrentRecursiveLanguageModel`.
 
     Attributes:
@@ -128,13 +128,6 @@ class RecurrentRecursiveLanguageModelConfig:
         self.reward_discount = checks.check_float(
             "reward_discount", self.reward_discount, minimum=0, maximum=1)
         self.seed = checks.check_int("seed", self.seed, allow_none=True)
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text):
-        return cls(**json.loads(text))
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")

@@ -42,8 +42,10 @@ class TiedEmbedding(keras.layers.Layer):
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: Integer ids `(...)`, or with `reverse=True` float vectors
-            `(..., embedding_dim)`.
+        inputs: Integer ids `(...)` (other dtypes are cast to int32, as
+            by `keras.layers.Embedding`), or with `reverse=True`
+            floating-point vectors `(..., embedding_dim)` (integer vectors
+            or another size are refused with a `ValueError`).
         reverse: False: embed; True: logits over the vocabulary.
     """
 
@@ -59,6 +61,8 @@ class TiedEmbedding(keras.layers.Layer):
             or keras.initializers.RandomUniform(-0.05, 0.05)
         )
         self.use_bias = argument_checks.check_bool("use_bias", use_bias)
+        # Per position in both directions: a sequence's mask goes through.
+        self.supports_masking = True
 
     def build(self, input_shape=None):
         if self.built:
@@ -77,6 +81,14 @@ class TiedEmbedding(keras.layers.Layer):
     def call(self, inputs, reverse=False):
         if not reverse:
             return keras.ops.take(self.embeddings, keras.ops.cast(inputs, "int32"), axis=0)
+        argument_checks.check_float_inputs("TiedEmbedding(reverse=True)", inputs)
+        if inputs.shape[-1] not in (None, self.embedding_dim):
+            raise ValueError(
+                "TiedEmbedding(reverse=True) maps vectors of size "
+                f"embedding_dim={self.embedding_dim} to logits: project them "
+                "to that size first. Received: inputs.shape="
+                f"{tuple(inputs.shape)}"
+            )
         # Salton & Kelleher Eq. (12) with W_s = E (tied): logits = h E^T + b.
         logits = keras.ops.matmul(inputs, keras.ops.transpose(self.embeddings))
         if self.bias is not None:

@@ -58,7 +58,6 @@ Example:
 """
 
 import dataclasses
-import json
 import math
 
 import keras
@@ -70,7 +69,8 @@ from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
-from hmkeras.models.char_language_model import with_legacy_layers
+from hmkeras.models.char_language_model import LEGACY_LAYERS
+from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
@@ -88,7 +88,7 @@ ATTENTION_SCORES = ("single", "combined")
 
 
 @dataclasses.dataclass
-class WordLanguageModelConfig:
+class WordLanguageModelConfig(JsonConfig):
     """Everything needed to rebuild a `WordLanguageModel` (JSON-able).
 
     Attributes:
@@ -125,6 +125,7 @@ class WordLanguageModelConfig:
     init_scale: float = 0.05
     seed: int = None
     sequence_layer: bool = True
+    saved_defaults = LEGACY_LAYERS  # for `from_json` (not a field)
 
     def __post_init__(self):
         checks = argument_checks
@@ -144,13 +145,6 @@ class WordLanguageModelConfig:
             raise ValueError(
                 "`num_layers` must be >= 2 for cell='hmlstm'. "
                 f"Received: num_layers={self.num_layers}")
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text):
-        return cls(**with_legacy_layers(json.loads(text)))
 
 
 class WordLanguageModel:

@@ -1,18 +1,34 @@
 """Tests of hmkeras.MultiplicativeLSTMCell (Krause et al. 2017, Eq. 17-21)."""
 
+import json
 import os
+import zipfile
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from keras import ops
 
+from hmkeras.cells import MultiplicativeLSTM
 from hmkeras.cells import weight_normalization
 from hmkeras.cells.multiplicative_lstm_cell import MLSTMCell
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 
 BATCH, STEPS, FEATURES = 3, 5, 4
+
+# Which weights carry weight normalization, per scope, read off Krause et
+# al. (Section 4.2: "weight normalization ... on recurrent weights"; the
+# recurrent weights act on h_{t-1} and m_t: W_mh of Eq. 17 and W_hm, W_im,
+# W_om, W_fm of Eq. 18-21) and, for "all", the earlier behaviour.
+NORMALIZED = {
+    None: set(),
+    "recurrent": {"recurrent_kernel", "multiplicative_kernel"},
+    "all": {"kernel", "recurrent_kernel", "multiplicative_kernel"},
+}
+
+
+def _scope(cell):
+    return cell.weight_normalization_scope if cell.weight_normalization else None
 
 
 def _np(x):
@@ -33,7 +49,7 @@ def _reference_matrices(cell):
 
     def effective(name):
         v = _np(getattr(cell, name))
-        if cell.weight_normalization:
+        if name in NORMALIZED[_scope(cell)]:
             g = _np(getattr(cell, f"{name}_g"))
             return g * v / np.sqrt((v**2).sum(axis=0))
         return v
@@ -90,11 +106,17 @@ def _inputs(seed=1, steps=STEPS):
     return rng.normal(size=(BATCH, steps, FEATURES)).astype("float32")
 
 
-@pytest.mark.parametrize("weight_norm", [False, True])
+def _wn_kwargs(scope):
+    if scope is None:
+        return {}
+    return {"weight_normalization": True, "weight_normalization_scope": scope}
+
+
+@pytest.mark.parametrize("scope", [None, "recurrent", "all"])
 @pytest.mark.parametrize("multiplicative_units", [None, 7])
-def test_matches_numpy_reference(weight_norm, multiplicative_units):
+def test_matches_numpy_reference(scope, multiplicative_units):
     cell = MultiplicativeLSTMCell(
-        6, multiplicative_units=multiplicative_units, weight_normalization=weight_norm
+        6, multiplicative_units=multiplicative_units, **_wn_kwargs(scope)
     )
     layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     x = _inputs()
@@ -111,16 +133,38 @@ def test_matches_numpy_reference(weight_norm, multiplicative_units):
     np.testing.assert_allclose(_np(c), ref_c, rtol=1e-5, atol=1e-5)
 
 
-def test_weight_normalization_keeps_initial_function():
+def test_default_scope_is_the_papers_recurrent_weights():
+    cell = MultiplicativeLSTMCell(4, weight_normalization=True)
+    assert cell.weight_normalization_scope == "recurrent"
+    cell.build((None, FEATURES))
+    names = [w.name for w in cell.weights]
+    assert names == ["kernel", "recurrent_kernel", "recurrent_kernel_g",
+                     "multiplicative_kernel", "multiplicative_kernel_g", "bias"]
+    cell = MultiplicativeLSTMCell(4, weight_normalization=True,
+                                  weight_normalization_scope="all")
+    cell.build((None, FEATURES))
+    assert [w.name for w in cell.weights] == [
+        "kernel", "kernel_g", "recurrent_kernel", "recurrent_kernel_g",
+        "multiplicative_kernel", "multiplicative_kernel_g", "bias"]
+    # Without weight normalization the scope changes nothing.
+    for scope in ("recurrent", "all"):
+        cell = MultiplicativeLSTMCell(4, weight_normalization_scope=scope)
+        cell.build((None, FEATURES))
+        assert [w.name for w in cell.weights] == [
+            "kernel", "recurrent_kernel", "multiplicative_kernel", "bias"]
+
+
+@pytest.mark.parametrize("scope", ["recurrent", "all"])
+def test_weight_normalization_keeps_initial_function(scope):
     x = _inputs()
-    with_wn = MultiplicativeLSTMCell(6, weight_normalization=True)
+    with_wn = MultiplicativeLSTMCell(6, **_wn_kwargs(scope))
     without = MultiplicativeLSTMCell(6)
     rnn_wn = keras.layers.RNN(with_wn, return_sequences=True)
     rnn = keras.layers.RNN(without, return_sequences=True)
     rnn_wn(x), rnn(x)
     for name in ("kernel", "recurrent_kernel", "multiplicative_kernel", "bias"):
         getattr(without, name).assign(getattr(with_wn, name))
-        if name != "bias":  # gains start at ||v||
+        if name in NORMALIZED[scope]:  # gains start at ||v||
             np.testing.assert_allclose(
                 _np(getattr(with_wn, f"{name}_g")),
                 np.sqrt((_np(getattr(with_wn, name)) ** 2).sum(axis=0)),
@@ -141,21 +185,23 @@ def _count_normalizations(monkeypatch):
     return calls
 
 
-def test_weight_normalization_computed_once_per_sequence(monkeypatch):
+@pytest.mark.parametrize("scope", ["recurrent", "all"])
+def test_weight_normalization_computed_once_per_sequence(monkeypatch, scope):
     calls = _count_normalizations(monkeypatch)
     counts = {}
     for steps in (2, 9):
-        layer = keras.layers.RNN(MultiplicativeLSTMCell(4, weight_normalization=True))
+        layer = keras.layers.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
         layer(_inputs(steps=steps))  # eager: the loop body runs once per step
         calls.clear()
         layer(_inputs(steps=steps), training=True)
         counts[steps] = len(calls)
-    # Three matrices, normalized once each, whatever the sequence length.
-    assert counts == {2: 3, 9: 3}
+    # Each normalized matrix once, whatever the sequence length.
+    n = len(NORMALIZED[scope])
+    assert counts == {2: n, 9: n}
 
     # Traced graph (the layer first built inside tf.function): the loop body
     # has no normalization in it; the function has it once per matrix.
-    layer = keras.layers.RNN(MultiplicativeLSTMCell(4, weight_normalization=True))
+    layer = keras.layers.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
     graph_def = (
         tf.function(layer)
         .get_concrete_function(tf.TensorSpec((2, 6, FEATURES)))
@@ -166,10 +212,10 @@ def test_weight_normalization_computed_once_per_sequence(monkeypatch):
     library = {f.signature.name: f for f in graph_def.library.function}
     body = library[while_node.attr["body"].func.name]
     assert "Rsqrt" not in ops_of(body.node_def)
-    assert ops_of(graph_def.node).count("Rsqrt") == 3
+    assert ops_of(graph_def.node).count("Rsqrt") == n
     # Gains built that way also start at ||v||.
     cell = layer.cell
-    for name in ("kernel", "recurrent_kernel", "multiplicative_kernel"):
+    for name in NORMALIZED[scope]:
         np.testing.assert_allclose(
             _np(getattr(cell, f"{name}_g")),
             np.sqrt((_np(getattr(cell, name)) ** 2).sum(axis=0)),
@@ -184,7 +230,7 @@ def test_called_directly_normalizes_per_call(monkeypatch):
     calls = _count_normalizations(monkeypatch)
     cell(x, states)
     cell(x, states)
-    assert len(calls) == 6
+    assert len(calls) == 4  # the two recurrent matrices, at each call
 
 
 def test_wrapped_cells_give_the_same_results():
@@ -214,11 +260,12 @@ def test_wrapped_cells_give_the_same_results():
     np.testing.assert_allclose(_np(wrapped(x)), expected, rtol=1e-6, atol=1e-6)
 
 
-def test_gradients_match_per_call_computation():
+@pytest.mark.parametrize("scope", ["recurrent", "all"])
+def test_gradients_match_per_call_computation(scope):
     """Gradients through the per-sequence (captured) weights equal those of
     the same cell computing its weights at every step."""
     x = tf.constant(_inputs())
-    cell = MultiplicativeLSTMCell(5, weight_normalization=True)
+    cell = MultiplicativeLSTMCell(5, **_wn_kwargs(scope))
     per_sequence = keras.layers.RNN(cell, return_sequences=True)
     per_sequence(x)
     _randomize(cell)
@@ -227,7 +274,7 @@ def test_gradients_match_per_call_computation():
         def sequence_constants(self, inputs):
             return self.build_sequence_constants(inputs)
 
-    step_cell = PerStep(5, weight_normalization=True)
+    step_cell = PerStep(5, **_wn_kwargs(scope))
     per_step = keras.layers.RNN(step_cell, return_sequences=True)
     per_step(x)
     for mine, theirs in zip(step_cell.weights, cell.weights):
@@ -320,23 +367,95 @@ def test_scaled_orthogonal_hidden_matrices(scale):
 
 def test_config_round_trip_and_alias():
     assert MLSTMCell is MultiplicativeLSTMCell
-    cell = MultiplicativeLSTMCell(
-        5, multiplicative_units=3, weight_normalization=True, dropout=0.1,
-        recurrent_dropout=0.2, seed=4, forget_bias=2.0, recurrent_init_scale=0.5,
-        kernel_regularizer="l2", recurrent_constraint="non_neg",
-    )
-    config = cell.get_config()
-    clone = MultiplicativeLSTMCell.from_config(config)
-    assert clone.get_config() == config
-    assert config["multiplicative_units"] == 3 and config["forget_bias"] == 2.0
+    for scope in ("recurrent", "all"):
+        cell = MultiplicativeLSTMCell(
+            5, multiplicative_units=3, weight_normalization=True, dropout=0.1,
+            recurrent_dropout=0.2, seed=4, forget_bias=2.0, recurrent_init_scale=0.5,
+            kernel_regularizer="l2", recurrent_constraint="non_neg",
+            weight_normalization_scope=scope,
+        )
+        config = cell.get_config()
+        clone = MultiplicativeLSTMCell.from_config(config)
+        assert clone.get_config() == config
+        assert config["multiplicative_units"] == 3 and config["forget_bias"] == 2.0
+        assert config["weight_normalization_scope"] == scope
+
+
+def test_config_saved_without_scope_keeps_the_old_behaviour():
+    """A configuration from before `weight_normalization_scope` existed
+    (no such key) normalized every matrix: it loads as "all", for the cell
+    and for the sequence layer, while a new cell defaults to "recurrent"."""
+    config = MultiplicativeLSTMCell(5, weight_normalization=True).get_config()
+    del config["weight_normalization_scope"]
+    old = MultiplicativeLSTMCell.from_config(config)
+    assert old.weight_normalization_scope == "all"
+    old.build((None, FEATURES))
+    assert "kernel_g" in [w.name for w in old.weights]
+    assert MultiplicativeLSTMCell(5).weight_normalization_scope == "recurrent"
+
+    layer_config = MultiplicativeLSTM(5, weight_normalization=True).get_config()
+    assert layer_config["weight_normalization_scope"] == "recurrent"
+    del layer_config["weight_normalization_scope"]
+    assert MultiplicativeLSTM.from_config(layer_config).weight_normalization_scope == "all"
+    # An explicit scope is kept as saved.
+    layer_config["weight_normalization_scope"] = "recurrent"
+    assert MultiplicativeLSTM.from_config(layer_config).weight_normalization_scope == (
+        "recurrent")
+
+
+def _drop_scope_from_keras_file(path):
+    """Rewrites a `.keras` file as an earlier version would have saved it."""
+    with zipfile.ZipFile(path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    removed = []
+
+    def drop(node):
+        if isinstance(node, dict):
+            if "weight_normalization_scope" in node:
+                removed.append(node.pop("weight_normalization_scope"))
+            for value in node.values():
+                drop(value)
+        elif isinstance(node, list):
+            for value in node:
+                drop(value)
+
+    config = json.loads(files["config.json"])
+    drop(config)
+    files["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return removed
+
+
+@pytest.mark.parametrize("sequence_layer", [False, True])
+def test_keras_file_saved_without_scope_loads_identically(tmp_path, sequence_layer):
+    kwargs = dict(weight_normalization=True, weight_normalization_scope="all")
+    if sequence_layer:
+        model = _char_model(MultiplicativeLSTM(5, return_sequences=True, **kwargs))
+    else:
+        model = _char_model(MultiplicativeLSTMCell(5, **kwargs))
+    tokens = _tokens()
+    expected = _np(model(tokens))
+    path = os.path.join(tmp_path, "old.keras")
+    model.save(path)
+    assert _drop_scope_from_keras_file(path) == ["all"]
+    loaded = keras.saving.load_model(path)
+    cell = loaded.layers[1].cell
+    assert cell.weight_normalization_scope == "all"
+    assert [w.name for w in cell.weights] == [w.name for w in model.layers[1].cell.weights]
+    np.testing.assert_array_equal(_np(loaded(tokens)), expected)
 
 
 def _char_model(cell, steps=6, vocab=11):
+    """Embedding -> `cell` under RNN (or a sequence layer as it is) -> Dense."""
+    if not isinstance(cell, keras.layers.RNN):
+        cell = keras.layers.RNN(cell, return_sequences=True)
     return keras.Sequential(
         [
             keras.Input((steps,), dtype="int32"),
             keras.layers.Embedding(vocab, 8),
-            keras.layers.RNN(cell, return_sequences=True),
+            cell,
             keras.layers.Dense(vocab),
         ]
     )
@@ -458,12 +577,25 @@ def test_mixed_bfloat16_runs():
         ({"units": 4, "recurrent_init_scale": float("inf")}, "recurrent_init_scale"),
         ({"units": 4, "forget_bias": float("nan")}, "forget_bias"),
         ({"units": 4, "weight_normalization": "yes"}, "weight_normalization"),
+        ({"units": 4, "weight_normalization_scope": "input"},
+         "weight_normalization_scope"),
+        ({"units": 4, "weight_normalization_scope": None}, "weight_normalization_scope"),
+        ({"units": 4, "weight_normalization_scope": True}, "weight_normalization_scope"),
+        ({"units": 4, "weight_normalization_scope": "Recurrent"},
+         "weight_normalization_scope"),
         ({"units": 4, "use_bias": 1}, "use_bias"),
     ],
 )
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}` must be"):
         MultiplicativeLSTMCell(**kwargs)
+    with pytest.raises(ValueError, match=rf"`{name}` must be"):
+        MultiplicativeLSTM(**kwargs)
+
+
+def test_bad_scope_message_names_the_allowed_values():
+    with pytest.raises(ValueError, match=r"one of \['recurrent', 'all'\]"):
+        MultiplicativeLSTMCell(4, weight_normalization_scope="inputs")
 
 
 def test_docstring_example():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import finite_differences
 from hmkeras import data
 from hmkeras.cells.recurrent_recursive_cell import MERGE
 from hmkeras.cells.recurrent_recursive_cell import SPLIT
@@ -45,13 +46,15 @@ def _log_softmax(z):
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 
 
-def _numpy_policy(lm, x, analysis):
+def _numpy_policy(lm, x, analysis, kernel=None, bias=None):
     """Masked policy log-probabilities `(batch, time, 3)` from
-    `[h_{t-1}; e_t]` and the stack depth the taken actions imply."""
+    `[h_{t-1}; e_t]` and the stack depth the taken actions imply (with
+    the cell's policy weights unless `kernel` and `bias` are given)."""
     h = np.asarray(analysis["h"])
     actions = np.asarray(analysis["actions"]).astype(int)
     e = np.asarray(lm.embedding.embeddings)[x]
-    kernel, bias = np.asarray(lm.cell.policy_kernel), np.asarray(lm.cell.policy_bias)
+    if kernel is None:
+        kernel, bias = np.asarray(lm.cell.policy_kernel), np.asarray(lm.cell.policy_bias)
     batch, time = x.shape
     out = np.zeros((batch, time, 3))
     for b in range(batch):
@@ -139,6 +142,24 @@ def test_policy_gradient_comes_only_from_the_policy_terms():
     for g, gp, ge in zip(total, policy, entropy):
         assert np.any(np.abs(np.asarray(g)) > 1e-6)
         np.testing.assert_allclose(g, np.asarray(gp) - 0.1 * np.asarray(ge), atol=1e-5)
+    # Its value: finite differences (float64) of the policy and entropy
+    # terms of the NumPy policy, the sampled actions and advantages held.
+    actions = np.asarray(analysis["actions"]).astype(int)
+    advantage = np.asarray(terms["returns"], "float64") - np.asarray(analysis["baseline"])
+    config = lm.config
+
+    def policy_terms(values):
+        log_pi = _numpy_policy(lm, x, analysis, values["kernel"], values["bias"])
+        taken = np.take_along_axis(log_pi, actions[..., None], -1)[..., 0]
+        p = np.exp(log_pi)
+        entropies = -np.sum(p * np.where(p > 0, log_pi, 0.0), -1)
+        return (config.policy_weight * np.sum(-advantage * taken * w)
+                - config.entropy_weight * np.sum(entropies * w)) / w.sum()
+
+    largest = finite_differences.assert_gradients_match(
+        policy_terms, {"kernel": lm.cell.policy_kernel.numpy(), "bias": lm.cell.policy_bias.numpy()},
+        {"kernel": total[0], "bias": total[1]}, entries=6, rtol=1e-4, atol=1e-6, seed=1)
+    assert largest > 1e-3
     # The baseline learns from its squared error only.
     for g, gb in zip(tape.gradient(without_lm, baseline_vars),
                      tape.gradient(terms["baseline"], baseline_vars)):

@@ -184,6 +184,37 @@ def test_keep_saved_layers_reads_the_run_directory(tmp_path):
     assert keep_saved_layers(word, str(run)).sequence_layer is False
 
 
+@pytest.mark.parametrize("config_class, extra", [
+    (CharLanguageModelConfig, {"vocab_size": 7}),
+    (HandwritingModelConfig, {"num_components": 2}),
+])
+def test_weight_normalization_scope_of_saved_configurations(config_class, extra, tmp_path):
+    """New configurations follow Krause et al. ("recurrent"); one saved
+    before the field (mLSTMs then normalized every kernel) reads as "all",
+    and a resumed run keeps its saved scope, which its weights need."""
+    config = config_class(cell="mlstm", units=4, weight_normalization=True, **extra)
+    assert config.weight_normalization_scope == "recurrent"
+    old = {k: v for k, v in json.loads(config.to_json()).items()
+           if k != "weight_normalization_scope"}
+    assert config_class.from_json(json.dumps(old)).weight_normalization_scope == "all"
+    with pytest.raises(ValueError, match="weight_normalization_scope.*recurrent"):
+        config_class(cell="mlstm", units=4, weight_normalization_scope="input", **extra)
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "model_config.json").write_text(json.dumps(old))
+    assert keep_saved_layers(config, str(run)).weight_normalization_scope == "all"
+    (run / "model_config.json").write_text(config.to_json())
+    assert keep_saved_layers(config, str(run)).weight_normalization_scope == "recurrent"
+
+
+def test_char_model_builds_its_mlstm_with_the_configured_scope():
+    for scope, gains in (("recurrent", 2), ("all", 3)):
+        lm = CharLanguageModel(vocab_size=7, cell="mlstm", units=4, embedding_dim=3,
+                               weight_normalization=True, weight_normalization_scope=scope)
+        names = [w.name for w in lm.network.weights if w.name.endswith("_g")]
+        assert len(names) == gains, names
+
+
 @pytest.mark.parametrize("cell", ["hmlstm", "lstm"])
 def test_handwriting_model_sequence_layers(cell, tmp_path):
     fields = dict(cell=cell, units=5, num_layers=2, output_units=4, num_components=2,
