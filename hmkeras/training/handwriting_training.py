@@ -33,6 +33,7 @@ import keras
 import tensorflow as tf
 
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
+from hmkeras.training import replica_finiteness
 
 
 class HandwritingTrainer(keras.Model):
@@ -102,7 +103,10 @@ class HandwritingTrainer(keras.Model):
             loss, per_sequence, rnn_outputs, weights = self._sequence_losses(data, True)
             scaled = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
-        self.optimizer.apply(tape.gradient(scaled, variables), variables)
+        gradients = tape.gradient(scaled, variables)
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            gradients = replica_finiteness.agree_on_finiteness(gradients)
+        self.optimizer.apply(gradients, variables)
         return self._logs(loss, per_sequence, rnn_outputs, weights)
 
     def test_step(self, data):

@@ -50,6 +50,7 @@ import keras
 import tensorflow as tf
 
 from hmkeras.cells import argument_checks
+from hmkeras.training import replica_finiteness
 
 _LN2 = math.log(2.0)
 
@@ -151,6 +152,8 @@ class TruncatedBPTTModel(keras.Model):
             scaled_loss = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
         gradients = tape.gradient(scaled_loss, variables)
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            gradients = replica_finiteness.agree_on_finiteness(gradients)
         self.optimizer.apply(gradients, variables)
         # The gradient is truncated here: the next window starts from a
         # constant state (truncated BPTT).

@@ -15,9 +15,14 @@ A checkpoint is a directory with
   epoch already trained on) and whatever else the trainer keeps there
   (best validation loss, epochs without improvement, ...).
 
-`save` writes to a temporary directory and renames it, so an interrupted
-save never leaves a half-written checkpoint; `restore` returns the
-progress dict (or None when there is no checkpoint).
+`save` writes the new checkpoint to `latest.tmp` (its files flushed to
+disk), moves the previous one to `latest.old`, renames `latest.tmp` to
+`latest` and only then deletes `latest.old`. A save killed at any point
+(even between the two renames, when `latest` is briefly missing) leaves a
+complete checkpoint to resume from: `latest`, or else `latest.old`, which
+the readers fall back on and the next `save` moves back first. A
+half-written `latest.tmp` is never read. `restore` returns the progress
+dict (or None when there is no checkpoint).
 
 Example:
 
@@ -67,12 +72,30 @@ class TrainingCheckpoint:
             )
         self.path = os.path.join(self.directory, "latest")
 
+    def _complete(self):
+        """The directory of the newest complete checkpoint, or None.
+
+        Only whole directories are ever renamed to `latest` / `latest.old`,
+        so one holding `progress.json` (written last) is complete. `latest`
+        is missing only after a save was killed between its two renames;
+        `latest.old` is then the previous checkpoint, still whole.
+        """
+        for path in (self.path, self.path + ".old"):
+            if os.path.exists(os.path.join(path, _PROGRESS)):
+                return path
+        return None
+
     def exists(self):
-        return os.path.exists(os.path.join(self.path, _PROGRESS))
+        return self._complete() is not None
 
     def save(self, model, progress):
         """Saves `model` (weights and optimizer) and the `progress` dict."""
         os.makedirs(self.directory, exist_ok=True)
+        previous = self.path + ".old"
+        if self._complete() == previous:
+            # The last save was killed between its renames: finish it backwards
+            # (`latest.old` back to `latest`) before `latest.old` is reused.
+            os.replace(previous, self.path)
         temporary = self.path + ".tmp"
         shutil.rmtree(temporary, ignore_errors=True)
         os.makedirs(temporary)
@@ -80,18 +103,20 @@ class TrainingCheckpoint:
         _save_values(os.path.join(temporary, _RANDOM_STATE), _random_state(model))
         with open(os.path.join(temporary, _PROGRESS), "w") as f:
             json.dump(progress, f, indent=2, sort_keys=True)
-        previous = self.path + ".old"
+        _flush_to_disk(temporary)  # the files are whole before any rename
         shutil.rmtree(previous, ignore_errors=True)
         if os.path.exists(self.path):
             os.replace(self.path, previous)
         os.replace(temporary, self.path)
+        _flush_to_disk(self.directory)
         shutil.rmtree(previous, ignore_errors=True)
 
     def progress(self):
         """The saved progress dict, or None."""
-        if not self.exists():
+        path = self._complete()
+        if path is None:
             return None
-        with open(os.path.join(self.path, _PROGRESS)) as f:
+        with open(os.path.join(path, _PROGRESS)) as f:
             return json.load(f)
 
     def restore(self, model):
@@ -99,12 +124,13 @@ class TrainingCheckpoint:
 
         Returns None, and changes nothing, when there is no checkpoint.
         """
-        if not self.exists():
+        path = self._complete()
+        if path is None:
             return None
         optimizer = model.optimizer
         if not optimizer.built:  # Keras skips the state of an unbuilt optimizer
             optimizer.build(model.trainable_variables)
-        weights = os.path.join(self.path, _WEIGHTS)
+        weights = os.path.join(path, _WEIGHTS)
         # Keras only warns when the optimizer's variables do not match the
         # saved ones and then skips them: refuse instead.
         with h5py.File(weights, "r") as saved:
@@ -116,10 +142,31 @@ class TrainingCheckpoint:
                 "it was written by a different model or optimizer."
             )
         model.load_weights(weights)
-        random_state = os.path.join(self.path, _RANDOM_STATE)
+        random_state = os.path.join(path, _RANDOM_STATE)
         if os.path.exists(random_state):
             _restore_values(random_state, _random_state(model), "random-state")
-        return self.progress()
+        with open(os.path.join(path, _PROGRESS)) as f:
+            return json.load(f)
+
+
+def _flush_to_disk(directory):
+    """fsyncs the files of `directory` and the directory itself (its
+    entries), so a rename that follows never points at unwritten data."""
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory handles (Windows)
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def _random_state(model):
