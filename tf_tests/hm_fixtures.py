@@ -2,7 +2,10 @@
 
 import keras
 import numpy as np
+import tensorflow as tf
 
+import finite_differences
+import hm_reference
 import hmkeras
 
 UNITS = [5, 4, 3]
@@ -43,3 +46,59 @@ def run_rnn(cell, x, training=False):
 
 def inputs(seed=0):
     return np.random.default_rng(seed).normal(size=(B, T, FEATURES))
+
+
+def check_gradients_against_reference(cell, reference, x, training=False, entries=2, seed=0):
+    """Gradients of a top-layer loss vs finite differences of `reference`.
+
+    The loss is `sum(h_top ** 2)` over `x`, differentiated by the cell
+    with respect to every weight (the slope included).  The finite
+    differences are taken on the NumPy `reference` (`hm_reference.hmlstm`
+    or `.hmrnn`) in float64.  In the discrete modes the reference runs the
+    soft form with `z = z~ + (z0 - z~0)`, `z0` the cell's decisions: its
+    value at the cell's weights is the discrete forward and its derivative
+    the straight-through gradient (dz/dz~ = 1, hard-sigmoid derivative
+    below), so the check covers the estimator as documented.  Always
+    checks the boundary column of every lower layer's matrices and bias.
+
+    Returns:
+        The cell's outputs, as a NumPy array.
+    """
+    weights = list(cell.weights)
+    top = slice(sum(cell.units[:-1]), sum(cell.units))
+    with tf.GradientTape() as tape:
+        tape.watch([w.value for w in weights])
+        y = keras.layers.RNN(cell, return_sequences=True, dtype="float64")(
+            tf.constant(x), training=training)
+        loss = tf.reduce_sum(tf.square(y[..., top]))
+    grads = tape.gradient(loss, [w.value for w in weights])
+    assert all(g is not None for g in grads), [w.name for w, g in zip(weights, grads) if g is None]
+    gradients = {w.name: np.asarray(g) for w, g in zip(weights, grads)}
+    values = hm_reference.cell_weights(cell)
+    y = np.asarray(y)
+
+    offsets = None
+    if cell.boundary_mode != "soft":
+        z0 = y[..., -(cell.num_layers - 1):]
+        discrete = reference(x, values, cell.units, mode="step", slope=float(values["slope"]),
+                             boundaries=z0)
+        offsets = z0 - discrete["z_tilde"]
+
+    def reference_loss(point):
+        out = reference(x, point, cell.units, mode="soft", slope=float(point["slope"]),
+                        z_offsets=offsets)["outputs"]
+        return np.sum(np.square(out[..., top]))
+
+    np.testing.assert_allclose(reference_loss(values), float(loss), rtol=1e-10)
+    required = {}
+    for index, units in enumerate(cell.units[:-1]):
+        column = cell._columns_per_unit * units  # the boundary detector's
+        for name in ("kernel", "recurrent_kernel", "top_down_kernel", "bias"):
+            shape = values[f"{name}_{index + 1}"].shape
+            rows = shape[0] if len(shape) == 2 else 1
+            required[f"{name}_{index + 1}"] = [r * shape[-1] + column for r in {0, rows - 1}]
+    largest = finite_differences.assert_gradients_match(
+        reference_loss, values, gradients, entries=entries, rtol=1e-5, atol=1e-8,
+        seed=seed, required=required)
+    assert largest > 1e-3
+    return y

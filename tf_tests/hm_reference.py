@@ -59,12 +59,18 @@ def hmlstm(
     top_down=True,
     copy_last=False,
     boundaries=None,
+    z_offsets=None,
 ):
     """Runs the HM-LSTM over `x` (batch, time, features).
 
     `boundaries` (batch, time, L-1), when given, replaces the detector's
     decisions (used for the "sample" mode); `z_tilde` is returned so that
     the sampling probabilities can be checked.
+
+    `z_offsets` (batch, time, L-1), soft mode only, gives z = z~ + offset.
+    With offset = z - z~ of a discrete run at weights w0, the forward at w0
+    is that run's and its derivative is the straight-through gradient
+    (dz/dz~ = 1): finite differences of it check the step/sample modes.
 
     Returns dict: outputs (B, T, sum+L-1), h (list of final h), c (list),
     z (final), z_tilde (B, T, L-1), ops (B, T, L) operation names.
@@ -120,7 +126,7 @@ def hmlstm(
                     if boundaries is not None:
                         new_z[b, l] = boundaries[b, t, l]
                     elif mode == "soft":
-                        new_z[b, l] = zt
+                        new_z[b, l] = zt if z_offsets is None else zt + z_offsets[b, t, l]
                     else:
                         new_z[b, l] = 1.0 if zt > 0.5 else 0.0  # Chung Eq. (9)
             ops_t.append(ops_l)
@@ -143,7 +149,8 @@ def hmlstm(
     }
 
 
-def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True, boundaries=None):
+def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True, boundaries=None,
+          z_offsets=None):
     """Runs the HMRNN (Kadar et al. Eq. 9) over `x`; see `hmlstm`."""
     B, T, _ = x.shape
     L = len(units)
@@ -184,7 +191,7 @@ def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True
                     if boundaries is not None:
                         new_z[b, l] = boundaries[b, t, l]
                     elif mode == "soft":
-                        new_z[b, l] = zt
+                        new_z[b, l] = zt if z_offsets is None else zt + z_offsets[b, t, l]
                     else:
                         new_z[b, l] = 1.0 if zt > 0.5 else 0.0
             ops_t.append(ops_l)

@@ -18,7 +18,8 @@ same way everywhere, as Keras' own layers do:
 The module also checks what a cell receives at build and call time
 (`check_step_input_shape`, `check_float_inputs`): a recurrent cell is
 given one step `(batch, features)` of a `(batch, time, features)`
-sequence, in a floating-point dtype.
+sequence, in a floating-point dtype; a sequence layer needs at least one
+time step (`check_time_steps`).
 
 It sits with the cells, at the bottom of the package layout; `heads`,
 `training` and `models` import it from here.
@@ -227,6 +228,24 @@ def check_step_input_shape(layer_name, input_shape):
         "the cell one (batch, features) step at a time, so the sequence "
         f"must have rank 3.{hint} Received: step inputs.shape={input_shape}"
     )
+
+
+def check_time_steps(layer_name, input_shape):
+    """Refuses a sequence `(batch, time, features)` with no time step.
+
+    A recurrent layer's output is the output of its last step, so an empty
+    sequence has none to give (Keras' own `LSTM` fails on it inside its
+    time loop); the time axis may be unknown (`None`), but not 0.
+    """
+    input_shape = tuple(input_shape)
+    if len(input_shape) >= 2 and input_shape[1] == 0:
+        raise ValueError(
+            f"{layer_name} needs sequences of at least one time step: a "
+            "recurrent layer returns the output of the last step, and an "
+            "empty sequence has none (to pad short sequences, mask the "
+            "padded steps). Received: inputs.shape="
+            f"{tuple(None if d is None else int(d) for d in input_shape)}"
+        )
 
 
 def check_float_inputs(layer_name, inputs):

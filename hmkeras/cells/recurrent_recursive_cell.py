@@ -58,9 +58,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
     * the MLP is one layer: `h_m = tanh(W_m [h; h_down] + b_m)`;
     * impossible actions (merge on an empty stack, split on a full one) get
       probability 0 in the policy; an impossible *given* action (modes
-      `"supervised"` and `"fixed"`) is executed as a recur, and the output's
-      action column says so (an error cannot be raised from inside a
-      compiled loop).
+      `"supervised"` and `"fixed"`), or an id other than 0, 1, 2, is
+      executed as a recur, and the output's action column says so (an
+      error cannot be raised from inside a compiled loop).
 
     State (a flat list): `[h, c, stack, depth]` with `h`, `c` of shape
     `(batch, units)`, `stack` `(batch, max_depth * units)` and `depth`
@@ -225,9 +225,16 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         )
 
     def policy_log_probs(self, h, embedding, allowed):
-        """Log-probabilities `(batch, 3)` of the masked policy p_pi(z | e, h)."""
+        """Log-probabilities `(batch, 3)` of the masked policy p_pi(z | e, h).
+
+        In float32 under a float16 / bfloat16 compute dtype: the masked
+        logit is out of float16's range (it would be `-inf`, and the
+        entropy's `0 * -inf` NaN).
+        """
         logits = tf.matmul(tf.concat([h, embedding], -1), self.policy_kernel)
         logits = logits + self.policy_bias
+        if logits.dtype in (tf.float16, tf.bfloat16):
+            logits = tf.cast(logits, tf.float32)
         logits = tf.where(allowed > 0.5, logits, _IMPOSSIBLE_LOGIT)
         return tf.nn.log_softmax(logits, axis=-1)
 
@@ -246,6 +253,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         if self.has_policy:
             log_probs = self.policy_log_probs(h, x, allowed)
             entropy = -tf.reduce_sum(tf.exp(log_probs) * log_probs, -1, keepdims=True)
+            entropy = tf.cast(entropy, dtype)
         if self.mode == "reinforce":
             if training:
                 action = keras.random.categorical(
@@ -253,13 +261,18 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             else:
                 action = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
         else:
-            # An impossible given action is executed as a recur.
+            # An impossible given action is executed as a recur, and so is an
+            # id that names no operation (e.g. the padding of a masked step,
+            # which is computed and then discarded by the RNN).
+            given = tf.where((given >= 0) & (given < 3), given, RECUR)
             possible = tf.gather(allowed, given, axis=1, batch_dims=1) > 0.5
             action = tf.where(possible, given, RECUR)
         one_hot = tf.one_hot(action, 3, dtype=dtype)
         is_split, is_merge, is_recur = tf.split(one_hot, 3, axis=-1)
         if self.has_policy:
-            log_prob = tf.reduce_sum(one_hot * log_probs, -1, keepdims=True)
+            log_prob = tf.reduce_sum(
+                tf.cast(one_hot, log_probs.dtype) * log_probs, -1, keepdims=True)
+            log_prob = tf.cast(log_prob, dtype)
         else:
             log_prob = entropy = tf.zeros_like(depth)
 

@@ -25,6 +25,7 @@ import numpy as np
 import keras
 from keras import ops
 
+from hmkeras.cells import argument_checks
 from hmkeras.heads.output_embedding import OutputEmbedding
 
 
@@ -187,7 +188,11 @@ class GatedOutputEmbedding(OutputEmbedding):
         Args:
             inputs: The same inputs as for `call`.
         """
-        inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
+        inputs = ops.convert_to_tensor(inputs)
+        # As in `call`: integer inputs are refused, floats computed in the
+        # compute dtype.
+        argument_checks.check_float_inputs(type(self).__name__, inputs)
+        inputs = ops.cast(inputs, self.compute_dtype)
         if not self.built:
             self.build(inputs.shape)
         return self._gates(self._hidden(inputs))

@@ -219,6 +219,8 @@ class MixtureDensityOutput(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        # Per step, as keras.layers.Dense: a sequence's mask goes through.
+        self.supports_masking = True
 
     @property
     def params_size(self):

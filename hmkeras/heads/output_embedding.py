@@ -149,6 +149,7 @@ class OutputEmbedding(keras.layers.Layer):
     def _hidden(self, inputs):
         """`[h^1; ...; h^L]`: the inputs without the boundary columns."""
         _check_rank(inputs.shape, type(self).__name__)
+        argument_checks.check_float_inputs(type(self).__name__, inputs)
         _resolve_layer_sizes(
             self.layer_sizes, inputs.shape[-1], type(self).__name__
         )

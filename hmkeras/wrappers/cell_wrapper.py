@@ -322,6 +322,9 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
         return cell_states + memory
 
     def call(self, inputs, states, training=False):
+        # Integer features are refused, never cast (the wrapped cell may be
+        # a Keras cell, which would take them silently).
+        argument_checks.check_float_inputs(type(self).__name__, inputs)
         states = list(states) if isinstance(states, (list, tuple)) else [states]
         count = len(self._cell_state_sizes)
         cell_states, memory_states = states[:count], states[count:]
@@ -339,6 +342,8 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
             new_cell_states = [new_cell_states]
         h = remembered_state(self.cell, cell_output, self.hierarchy_layers)
         context, new_memory, attention = self._memory_step(h, memory_states, keep)
+        # The wrapped cell may compute in another dtype (its own `dtype`).
+        h = tf.cast(h, context.dtype)
         # Salton & Kelleher Eq. (11): activation(W_c [h_t; c_t] + b).
         output = tf.matmul(tf.concat([h, context], axis=-1), self.output_kernel)
         output = self.activation(output + self.output_bias)

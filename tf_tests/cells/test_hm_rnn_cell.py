@@ -11,7 +11,7 @@ import tensorflow as tf
 import hm_reference
 import hmkeras
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
-from hm_fixtures import UNITS, inputs, make_cell, run_rnn
+from hm_fixtures import UNITS, check_gradients_against_reference, inputs, make_cell, run_rnn
 
 
 CONFIGS = [dict(), dict(layer_norm=False), dict(top_down=False), dict(slope=3.0)]
@@ -50,6 +50,17 @@ def test_sample_mode_matches_reference_given_its_boundaries():
     assert set(np.unique(boundaries)) == {0.0, 1.0}
     ref = hm_reference.hmrnn(x, hm_reference.cell_weights(cell), UNITS, boundaries=boundaries)
     np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["step", "soft"])
+def test_gradients_match_finite_differences(mode):
+    # Soft mode: the true derivative; step mode: the straight-through one
+    # (see `check_gradients_against_reference`), boundary columns included.
+    cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=2)
+    y = check_gradients_against_reference(
+        cell, hm_reference.hmrnn, inputs(3)[:, :12], training=True)
+    if mode == "step":  # the decisions took both values
+        assert set(np.unique(y[..., -2:])) == {0.0, 1.0}
 
 
 def test_copy_is_exact():

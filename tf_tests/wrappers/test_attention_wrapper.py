@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 
+import finite_differences
 import hmkeras
 from hmkeras.wrappers import AttentionWrapper
 
@@ -126,13 +127,24 @@ def test_empty_memory_has_zero_context_and_finite_gradients():
     keras.utils.set_random_seed(4)
     import tensorflow as tf
 
-    wrapper = AttentionWrapper(keras.layers.LSTMCell(3), 2, "combined")
-    rnn = keras.layers.RNN(wrapper, return_sequences=True)
-    x = tf.constant(np.random.default_rng(4).normal(size=(2, 3, F)), tf.float32)
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(3, dtype="float64"), 2, "combined",
+                               dtype="float64")
+    rnn = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")
+    x = tf.constant(np.random.default_rng(4).normal(size=(2, 3, F)), tf.float64)
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(rnn(x) ** 2)
     grads = tape.gradient(loss, rnn.trainable_variables)
     assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+    # And they are the derivative: central differences in float64, the
+    # first step (empty memory) included in the loss.
+    variables = rnn.trainable_variables
+    loss_of = finite_differences.variables_loss(
+        variables, lambda: tf.reduce_sum(rnn(x) ** 2))
+    largest = finite_differences.assert_gradients_match(
+        loss_of, {v.path: v.numpy() for v in variables},
+        {v.path: g.numpy() for v, g in zip(variables, grads)}, entries=2, seed=4)
+    loss_of.restore()
+    assert largest > 1e-3
     # Step 1: c_1 = 0, so the output is W[:h] h_1 + b.
     states = wrapper.get_initial_state(batch_size=2)
     out, _ = wrapper(x[:, 0], states)
