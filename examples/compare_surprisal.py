@@ -50,11 +50,13 @@ Example:
 import json
 import math
 import os
-import sys
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
 
 # TensorFlow (imported lazily) reads this when it loads: no C++ start-up
 # chatter unless the user asks for it.
@@ -97,11 +99,6 @@ for _side in ("a", "b"):
         lambda values, side=_side: bool(values[f"run_{side}"] or values[f"model_{side}"]),
         message=f"give --run_{_side} (a run directory of examples/ptb_char.py) or "
                 f"--model_{_side} (its step_model directory)")
-
-
-class FlagError(ValueError):
-    """Runs, data or flags that do not fit together; `main` reports it in
-    one line (its message names the flags)."""
 
 
 # ----------------------------------------------------------------------------
@@ -407,14 +404,6 @@ def default_labels(run_a, run_b):
     return [a, b] if a != b else [f"{a} (A)", f"{b} (B)"]
 
 
-def main(argv):
-    del argv  # parse_flags refused stray arguments; absl checked the values
-    try:
-        compare_from_flags()
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
-
-
 def compare_from_flags():
     """The command: compare, print, plot and write the JSON."""
     for side in ("a", "b"):  # the directories, before TensorFlow loads
@@ -446,7 +435,7 @@ def compare_from_flags():
     print(f"wrote {FLAGS.output} and {output_json}")
 
 
-if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
+main = absl_main(compare_from_flags)
 
-    app.run(main, flags_parser=parse_flags)
+if __name__ == "__main__":
+    run_script(main)

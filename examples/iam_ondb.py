@@ -47,12 +47,15 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
+from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -111,10 +114,6 @@ for _name, _ok, _text in (
 ):
     flags.register_validator(_name, lambda v, ok=_ok: math.isfinite(v) and ok(v),
                              message=f"must be a finite number {_text}")
-
-
-class FlagError(ValueError):
-    """Flags, data or --output_dir that do not fit; reported in one line."""
 
 
 def resolve_settings(flag_values):
@@ -312,11 +311,7 @@ def run(s):
         layer_norm=s["layer_norm"], seed=s["seed"])
     # A resumed run keeps the recurrent layers its checkpoints were made with.
     model = HandwritingModel(keep_saved_layers(config, out_dir))
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "model_config.json"), "w") as f:
-        f.write(model.config.to_json())
-    with open(settings_path, "w") as f:
-        json.dump(s, f, indent=2, sort_keys=True)
+    write_run_files(out_dir, model.config, s)
     print(f"{s['cell']}: {model.count_params():,} parameters; "
           f"{len(splits['train'])} training lines.")
     epochs = train(s, model, splits)
@@ -381,16 +376,12 @@ def _print_summary(r):
     print(f"wrote {r['fig5_png']}, {r['samples_png']} and {r['step_model']}")
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    try:
-        run(resolve_settings(FLAGS))
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+def run_from_flags():
+    """The command: the settings from the flags, then the run."""
+    run(resolve_settings(FLAGS))
 
+
+main = absl_main(run_from_flags)
 
 if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
-
-    app.run(main, flags_parser=parse_flags)
+    run_script(main)

@@ -28,11 +28,13 @@ Examples:
 
 import json
 import os
-import sys
 import time
 
-from absl import app
 from absl import flags
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -74,10 +76,6 @@ flags.DEFINE_string("output_dir", None, "Where results.json goes (optional).")
 flags.DEFINE_integer("verbose", 2, "Keras verbosity (0, 1 or 2).", lower_bound=0,
                      upper_bound=2)
 _OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
-
-
-class FlagError(ValueError):
-    """Flags that do not fit together; reported as one line."""
 
 
 def _lengths(name, values):
@@ -227,16 +225,12 @@ def print_table(results):
         print(line)
 
 
-def main(argv):
-    del argv
-    try:
-        settings = resolve_settings(FLAGS)
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
-    run(settings)
+def run_from_flags():
+    """The command: the settings from the flags, then the run."""
+    run(resolve_settings(FLAGS))
 
+
+main = absl_main(run_from_flags)
 
 if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
-
-    app.run(main, flags_parser=parse_flags)
+    run_script(main)

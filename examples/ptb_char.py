@@ -56,12 +56,15 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
+from run_directory import write_run_files
 
 # TensorFlow (imported lazily, below) reads this when it loads: no C++
 # start-up chatter unless the user asks for it.
@@ -225,11 +228,6 @@ def _rates_ok(values):
 flags.register_validator(
     "boundary_rate_targets", _rates_ok,
     message="must be numbers in [0, 1], one per boundary layer, e.g. 0.2,0.05")
-
-
-class FlagError(ValueError):
-    """A bad flag combination, or data or an --output_dir that the flags do
-    not fit; `main` reports it without a traceback, naming the flags."""
 
 
 def _check_text_file_flags(settings, flag_values):
@@ -954,12 +952,7 @@ def _run(s, changed):
         multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
     )
     config = _check_model_config(s, config)
-    os.makedirs(s["output_dir"], exist_ok=True)
-    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
-    with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
-        f.write(config.to_json())
-    with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
-        json.dump(s, f, indent=2, sort_keys=True)
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab)
     tf.random.set_seed(s["seed"])
     lm = CharLanguageModel(config)
     print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
@@ -1122,20 +1115,15 @@ def _boundary_line(label, scores, loose=None):
             f"F1 {scores['f1']:.3f} ({'; '.join(notes)})")
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    try:
-        settings = resolve_settings(FLAGS)
-        settings["preset"] = FLAGS.preset
-        run(settings)
-    except FlagError as error:
-        # Flags that do not fit together, the data or --output_dir: the
-        # message names the flags; no traceback.
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+def run_from_flags():
+    """The command: the settings from the flags (the preset applied), then
+    the run; a `FlagError` is one line naming the flags."""
+    settings = resolve_settings(FLAGS)
+    settings["preset"] = FLAGS.preset
+    run(settings)
 
+
+main = absl_main(run_from_flags)
 
 if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
-
-    app.run(main, flags_parser=parse_flags)
+    run_script(main)

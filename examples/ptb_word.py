@@ -67,11 +67,14 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 
-from absl import app
 from absl import flags
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
+from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -183,10 +186,6 @@ MODEL_FLAGS = (
     "embedding_dim", "memory_size", "attention_score", "dropout", "init_scale",
     "batch_size", "seq_len", "max_depth", "reward_discount", "entropy_weight",
 )
-
-
-class FlagError(ValueError):
-    """Flags that do not fit together or with the data / --output_dir."""
 
 
 def resolve_settings(flag_values):
@@ -450,12 +449,7 @@ def run(s):
     if s["cell"] != "rrnet":  # (the RRNet model has one layer kind)
         # A resumed run keeps the recurrent layers its checkpoints were made with.
         config = keep_saved_layers(config, s["output_dir"])
-    os.makedirs(s["output_dir"], exist_ok=True)
-    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
-    with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
-        f.write(config.to_json())
-    with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
-        json.dump(s, f, indent=2, sort_keys=True)
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab)
     tf.random.set_seed(s["seed"])
     lm = model_class(config)
     print(f"{s['cell']} + {s['wrapper']}: {lm.count_params():,} parameters; vocabulary "
@@ -496,15 +490,12 @@ def run(s):
     return results
 
 
-def main(argv):
-    del argv
-    try:
-        run(resolve_settings(FLAGS))
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+def run_from_flags():
+    """The command: the settings from the flags, then the run."""
+    run(resolve_settings(FLAGS))
 
+
+main = absl_main(run_from_flags)
 
 if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
-
-    app.run(main, flags_parser=parse_flags)
+    run_script(main)

@@ -14,11 +14,13 @@ model does not know is one line on stderr.
 
 import math
 import os
-import sys
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
 
 # TensorFlow (imported lazily) reads this when it loads: no C++ start-up
 # chatter unless the user asks for it.
@@ -36,11 +38,6 @@ flags.DEFINE_string("prime", "", "Text read before sampling (must use the "
 flags.register_validator("temperature", lambda v: math.isfinite(v) and v > 0,
                          message="must be a number > 0")
 flags.mark_flag_as_required("model_dir")
-
-
-class FlagError(ValueError):
-    """A flag the model or the file system does not fit; `main` reports it
-    in one line."""
 
 
 def find_step_model(path):
@@ -105,20 +102,17 @@ def sample(model_dir, length=300, temperature=0.8, seed=0, prime=""):
     return prime + text if prime else text
 
 
-def main(argv):
-    del argv  # parse_flags refused stray arguments
-    try:
-        model_dir = find_step_model(FLAGS.model_dir)
-        if FLAGS.length == 0:
-            return  # nothing to generate, nothing to print
-        text = sample(model_dir, FLAGS.length, FLAGS.temperature, FLAGS.seed,
-                      FLAGS.prime)
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+def sample_from_flags():
+    """The command: find the step model, sample, print the text."""
+    model_dir = find_step_model(FLAGS.model_dir)
+    if FLAGS.length == 0:
+        return  # nothing to generate, nothing to print
+    text = sample(model_dir, FLAGS.length, FLAGS.temperature, FLAGS.seed,
+                  FLAGS.prime)
     print(text if isinstance(text, str) else text.decode("utf-8", "replace"))
 
 
-if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
+main = absl_main(sample_from_flags)
 
-    app.run(main, flags_parser=parse_flags)
+if __name__ == "__main__":
+    run_script(main)

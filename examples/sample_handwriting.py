@@ -13,11 +13,13 @@ itself. The lines go to a PNG (and, with --output_npz, to a NumPy file).
 
 import math
 import os
-import sys
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import absl_main
+from command_line import run_script
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -36,10 +38,6 @@ flags.register_validator("bias", lambda v: math.isfinite(v) and v >= 0,
 flags.register_validator("temperature", lambda v: math.isfinite(v) and v > 0,
                          message="must be a finite number > 0")
 flags.mark_flag_as_required("model_dir")
-
-
-class FlagError(ValueError):
-    """A --model_dir without a step model; reported in one line."""
 
 
 def find_step_model(path):
@@ -69,19 +67,16 @@ def draw(model_dir, steps, num_samples, bias, temperature, seed, output, output_
     return lines
 
 
-def main(argv):
-    del argv
-    try:
-        lines = draw(FLAGS.model_dir, FLAGS.steps, FLAGS.num_samples, FLAGS.bias,
-                     FLAGS.temperature, FLAGS.seed, FLAGS.output, FLAGS.output_npz)
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+def draw_from_flags():
+    """The command: draw the lines, write the PNG, say what it holds."""
+    lines = draw(FLAGS.model_dir, FLAGS.steps, FLAGS.num_samples, FLAGS.bias,
+                 FLAGS.temperature, FLAGS.seed, FLAGS.output, FLAGS.output_npz)
     pen_ups = sum(int(line[:, 2].sum()) for line in lines)
     print(f"wrote {FLAGS.output}: {len(lines)} lines of {FLAGS.steps} steps, "
           f"{pen_ups} pen-ups")
 
 
-if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
+main = absl_main(draw_from_flags)
 
-    app.run(main, flags_parser=parse_flags)
+if __name__ == "__main__":
+    run_script(main)

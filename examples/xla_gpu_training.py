@@ -65,14 +65,16 @@ import os
 import sys
 import time
 
-from absl import app
 from absl import flags
 from absl import logging
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from command_line import FlagError  # noqa: E402  (examples/command_line.py)
+from command_line import absl_main  # noqa: E402
+from command_line import run_script  # noqa: E402
+from run_directory import write_run_files  # noqa: E402
 import ptb_char  # noqa: E402  (the model and data flags, presets, corpora)
 
-FlagError = ptb_char.FlagError
 FLAGS = flags.FLAGS
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
@@ -312,12 +314,7 @@ def _run(s):
                         f"--batch_size x --seq_len + 1.")
     config = model_config(s, len(vocab))
     config = ptb_char._check_model_config(s, config)
-    os.makedirs(s["output_dir"], exist_ok=True)
-    vocab.save(os.path.join(s["output_dir"], "vocabulary.json"))
-    with open(os.path.join(s["output_dir"], "model_config.json"), "w") as f:
-        f.write(config.to_json())
-    with open(os.path.join(s["output_dir"], "settings.json"), "w") as f:
-        json.dump(s, f, indent=2, sort_keys=True)
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab)
     tf.random.set_seed(s["seed"])
     batches = data.TruncatedBPTTBatches(ids["train"], s["batch_size"], s["seq_len"])
     checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
@@ -376,17 +373,13 @@ def run(s):
         return _run(s)
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+def run_from_flags():
+    """The command: the settings from the flags, then the run."""
     logging.set_verbosity(logging.WARNING)  # tf.distribute's INFO lines
-    try:
-        run(resolve_settings(FLAGS))
-    except FlagError as error:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
+    run(resolve_settings(FLAGS))
 
+
+main = absl_main(run_from_flags)
 
 if __name__ == "__main__":
-    from command_line import parse_flags  # examples/command_line.py
-
-    app.run(main, flags_parser=parse_flags)
+    run_script(main)

@@ -4,12 +4,14 @@ import functools
 import importlib.util
 import inspect
 import os
+import sys
 import types
 
 import absl
 from absl import flags as absl_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
+EXAMPLES = os.path.join(ROOT, "examples")
 _LOADED = {}
 
 
@@ -37,12 +39,18 @@ def load_example(name):
 
     Each example gets flags of its own (a fresh `absl.flags.FlagValues`,
     its `FLAGS`), so that examples whose flags share names (`--tiny`,
-    `--output_dir`, ...) load side by side in one test process.
+    `--output_dir`, ...) load side by side in one test process. The
+    examples import their siblings (`command_line`, ...) as a script does,
+    from examples/ on `sys.path`; `command_line` is imported first, with
+    the process' own flags, and shared by every example.
     """
     if name in _LOADED:
         return _LOADED[name]
+    if EXAMPLES not in sys.path:
+        sys.path.append(EXAMPLES)
+    importlib.import_module("command_line")
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(ROOT, "examples", f"{name}.py"))
+        name, os.path.join(EXAMPLES, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     own = _own_flags_module(absl_flags.FlagValues())
     # `from absl import flags` in the example reads the attribute below.

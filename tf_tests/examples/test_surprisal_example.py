@@ -163,7 +163,9 @@ def test_word_level_report_of_wikitext2():
 
 def test_docstring_example_of_the_script():
     # In a subprocess: the script's flags would clash with ptb_char's here.
-    code = ("import doctest, importlib.util as u; "
+    # examples/ on sys.path, as for the script: it imports command_line.
+    code = ("import doctest, importlib.util as u, sys; "
+            f"sys.path.insert(0, {os.path.dirname(SCRIPT)!r}); "
             f"s = u.spec_from_file_location('compare_surprisal', {SCRIPT!r}); "
             "m = u.module_from_spec(s); s.loader.exec_module(m); "
             "r = doctest.testmod(m); print('DOCTEST', r.failed, r.attempted)")
