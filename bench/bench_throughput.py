@@ -22,6 +22,8 @@ How it measures:
 * Ratio: the median step time over that of the matching Keras baseline
   (`BASELINES`), and the median of the per-round ratios (the steadier
   figure on a shared machine).
+* A model whose loss turns non-finite is timed on (its steps do the same
+  work) and flagged in the table and the JSON (`non_finite_loss_round`).
 * Peak memory on a GPU only: `tf.config.experimental.get_memory_info`'s
   peak while the model is built and warmed up, above what was allocated
   before (its weights, optimizer slots, activations, XLA buffers). On a
@@ -215,6 +217,7 @@ def measure_setting(specs, ids, batch, jit, gpu, rng):
         models[model_id] = model
     per_round = max(1, FLAGS.steps // FLAGS.repeats)
     times = {model_id: [] for model_id in ids}
+    diverged = {}  # model id -> round of its first non-finite loss
     # Round -1 is not timed: the first steps after the warm-ups of all the
     # models were seen to be slow (hundreds of ms for tiny models).
     for round_index in range(-1, FLAGS.repeats):
@@ -227,8 +230,10 @@ def measure_setting(specs, ids, batch, jit, gpu, rng):
             for data in batches:
                 loss = model.train_on_batch(data[:, :-1], data[:, 1:])
             elapsed = (time.perf_counter() - start) / per_round
-            if not np.isfinite(loss):
-                raise RuntimeError(f"{model_id}: non-finite loss {loss}")
+            if not np.isfinite(loss) and model_id not in diverged:
+                # Timed on (the step's work is the same), flagged in the table.
+                diverged[model_id] = round_index
+                print(f"  {model_id}: non-finite loss in round {round_index}")
             if round_index >= 0:
                 times[model_id].append(elapsed)
     chars = batch * FLAGS.seq_len
@@ -247,6 +252,7 @@ def measure_setting(specs, ids, batch, jit, gpu, rng):
             "step_seconds_per_round": times[model_id], "baseline": baseline,
             "ratio_to_baseline": None, "paired_ratio_to_baseline": None,
             "peak_memory_mib": memory[model_id],
+            "non_finite_loss_round": diverged.get(model_id),
         }
         if baseline:
             result["ratio_to_baseline"] = median / statistics.median(times[baseline])
@@ -286,6 +292,8 @@ def markdown(meta, results, labels):
             memory = "n/a" if r["peak_memory_mib"] is None else f"{r['peak_memory_mib']:.0f}"
             label = r["label"] + (" (XLA off)" if jit and not r["jit_compile_effective"]
                                   else "")
+            if r.get("non_finite_loss_round") is not None:
+                label += f" (loss non-finite from round {r['non_finite_loss_round']})"
             lines.append(
                 f"| {label} | {r['parameters']:,} | {r['step_seconds_median'] * 1e3:.2f} "
                 f"| {r['chars_per_second']:,.0f} | {ratio} | "

@@ -38,7 +38,6 @@ import tensorflow as tf
 from keras.src import backend as keras_backend  # the RNN time loop, see above
 
 from hmkeras.cells import argument_checks
-from hmkeras.cells import deferred_weight_gradients
 
 # Arguments of `keras.layers.RNN` that a sequence layer takes.
 RNN_ARGUMENTS = (
@@ -168,7 +167,10 @@ class SequenceLayer(keras.layers.RNN):
         # The signature: the cell's arguments, then the RNN's (explicit, and
         # documented in the Args section composed here).
         cls.__signature__ = _layer_signature(cls.cell_class)
-        _compose_args(cls)
+        if "__doc__" in vars(cls) and cls.__doc__ and "    Args:\n" in cls.__doc__:
+            # A user's subclass without its own docstring (or without an
+            # Args section) keeps the documentation it inherits.
+            _compose_args(cls)
         for name in _cell_argument_names(cls.cell_class):
             if not any(name in vars(base) for base in cls.__mro__):
                 setattr(cls, name, _cell_property(name))
@@ -212,11 +214,6 @@ class SequenceLayer(keras.layers.RNN):
         projected = self.cell.project_sequence(sequences, training=training)
         if not tf.nest.is_nested(initial_state):
             initial_state = [initial_state]
-        kernels = self._deferred_kernels(sequences, training)
-        if kernels is not None:
-            return self._loop_with_deferred_gradients(
-                projected, kernels, initial_state, mask, training
-            )
 
         # Without `unroll`, Keras' loop first runs the step once more, outside
         # the loop, to learn the output shape: sparse-update counts skip it.
@@ -250,67 +247,6 @@ class SequenceLayer(keras.layers.RNN):
         finally:
             if counter is not None:
                 counter.in_sequence_layer = False
-
-    def _deferred_kernels(self, sequences, training):
-        """The cell's `deferred_kernels` when this call defers the weight
-        gradients (in training, without `unroll`, over a static number of
-        steps), else `None`.
-
-        Keras' time loop needs the static length of nested step inputs (the
-        projections beside the probes): a sequence whose length is known
-        only at run time (padded batches of varying length) takes the
-        ordinary loop, with the same values and gradients."""
-        if not training or self.unroll or not hasattr(self.cell, "deferred_kernels"):
-            return None
-        if sequences.shape[1] is None:
-            return None
-        if not getattr(self.cell, "in_sequence", False):
-            return None
-        return self.cell.deferred_kernels(self.cell.sequence_constants(sequences[:, 0, :]))
-
-    def _loop_with_deferred_gradients(self, projected, kernels, initial_state, mask,
-                                      training):
-        """The time loop with the kernels' weight gradients taken after it.
-
-        See `deferred_weight_gradients`: one zero probe per layer of the
-        cell enters the loop beside the projections; each step records the
-        inputs of its products, which the probes' gradients multiply
-        with the gradients of the products, once for the whole sequence.
-        """
-        batch_size, time_steps = tf.shape(projected)[0], tf.shape(projected)[1]
-        recorded = [{} for _ in kernels]
-        probes = tuple(
-            deferred_weight_gradients.weight_gradient_probe(
-                layer_kernels, batch_size, time_steps, layer_recorded)
-            for layer_kernels, layer_recorded in zip(kernels, recorded)
-        )
-
-        def step(inputs, states):
-            projected_step, probe_steps = inputs
-            step_inputs = {}
-            output, new_states = self.cell.call_projected(
-                projected_step, list(states), training=training,
-                deferred=(list(probe_steps), step_inputs),
-            )
-            return (output, tuple(step_inputs[i] for i in range(len(kernels)))), new_states
-
-        last_output, outputs, states = keras_backend.rnn(
-            step,
-            (projected, probes),
-            initial_state,
-            go_backwards=self.go_backwards,
-            mask=mask,
-            unroll=False,
-            input_length=projected.shape[1],
-            zero_output_for_mask=self.zero_output_for_mask,
-            return_all_outputs=True,  # the recorded inputs of every step
-        )
-        outputs, step_inputs = outputs
-        for layer_recorded, inputs in zip(recorded, step_inputs):
-            if self.go_backwards:  # recorded in the loop's order
-                inputs = tf.reverse(inputs, axis=[1])
-            layer_recorded["inputs"] = tf.stop_gradient(inputs)
-        return last_output[0], outputs, states
 
     def get_config(self):
         config = super().get_config()

@@ -8,6 +8,8 @@ and without layer / weight normalization, with masking, stateful and
 backwards.
 """
 
+import inspect
+
 import keras
 import numpy as np
 import pytest
@@ -112,45 +114,11 @@ def test_equals_rnn_of_cell(case):
         assert 0.0 < float(np.mean(boundaries)) < 1.0
 
 
-@pytest.mark.parametrize("case", ["hmlstm_ln", "hmlstm", "hmlstm_copy_last", "hmrnn_ln"])
-@pytest.mark.parametrize("go_backwards", [False, True])
-def test_training_defers_weight_gradients_with_equal_results(case, go_backwards, monkeypatch):
-    """In training the layer takes its kernels' gradients after the loop
-    (`deferred_weight_gradients`): outputs, states and every gradient still
-    equal RNN(cell)'s, with a padded row and backwards."""
-    from hmkeras.cells import deferred_weight_gradients
-
-    probes = []
-    real_probe = deferred_weight_gradients.weight_gradient_probe
-
-    def counting_probe(kernels, *args):
-        probes.append(len(kernels))
-        return real_probe(kernels, *args)
-
-    monkeypatch.setattr(deferred_weight_gradients, "weight_gradient_probe", counting_probe)
-    mask = np.ones((B, T), bool)
-    mask[1, 5:] = False
-    layer, reference = make_pair(case, {"go_backwards": go_backwards})
-    x = _inputs(seed=3)
-    results, gradients = _run(layer, x, mask=tf.constant(mask), training=True)
-    assert len(probes) == layer.cell.num_layers  # one probe per layer: deferred
-    expected, expected_gradients = _run(reference, x, mask=tf.constant(mask), training=True)
-    assert len(probes) == layer.cell.num_layers  # RNN(cell) defers nothing
-    for got, want in zip(results + gradients, expected + expected_gradients):
-        np.testing.assert_allclose(got, want, **TOLERANCE)
-
-
 @pytest.mark.parametrize("case", ["hmlstm_ln", "hmlstm"])
-def test_training_over_steps_unknown_until_run_time(case, monkeypatch):
+def test_training_over_steps_unknown_until_run_time(case):
     """A sequence whose length is not static (a `tf.function` traced for
-    any length, as for padded batches of varying length) trains through
-    the ordinary loop, with RNN(cell)'s gradients at every length."""
-    from hmkeras.cells import deferred_weight_gradients
-
-    probes = []
-    real_probe = deferred_weight_gradients.weight_gradient_probe
-    monkeypatch.setattr(deferred_weight_gradients, "weight_gradient_probe",
-                        lambda *a: probes.append(1) or real_probe(*a))
+    any length, as for padded batches of varying length) trains with
+    RNN(cell)'s gradients at every length."""
     layer, reference = make_pair(case)
     spec = tf.TensorSpec((None, None, FEATURES), tf.float64)
 
@@ -169,15 +137,6 @@ def test_training_over_steps_unknown_until_run_time(case, monkeypatch):
         x = tf.constant(_inputs(seed=steps, steps=steps))
         for got, want in zip(layer_gradients(x), reference_gradients(x)):
             np.testing.assert_allclose(got.numpy(), want.numpy(), **TOLERANCE)
-    assert not probes  # nothing deferred without a static length
-
-
-def test_hmrnn_without_layer_norm_keeps_per_step_gradients():
-    """The HMRNN's separate products (no layer norm) are not deferred."""
-    layer, _ = make_pair("hmrnn")
-    with tf.GradientTape():
-        layer(tf.constant(_inputs()), training=True)
-    assert layer.cell.deferred_kernels(layer.cell.build_sequence_constants(None)) is None
 
 
 @pytest.mark.parametrize("case", ["hmlstm_ln", "hmrnn", "mlstm_wn"])
@@ -261,3 +220,26 @@ def test_owns_its_cell_and_exposes_its_arguments():
         HMRNN(4, boundary_mode="hard")
     with pytest.raises(ValueError, match="HMLSTM"):
         HMLSTM(4)(np.zeros((1, 3, 2), "int32"))
+
+
+def test_user_subclasses_build_with_or_without_a_docstring():
+    """Subclassing a sequence layer (a user's own) keeps its arguments."""
+
+    class Plain(HMLSTM):
+        pass
+
+    class Documented(MultiplicativeLSTM):
+        """A user's layer.
+
+        Args:
+            units: As in MultiplicativeLSTM.
+        """
+
+    plain = Plain(4, num_layers=2, return_sequences=True)
+    assert plain.cell.units == [4, 4] and plain.return_sequences
+    assert inspect.getdoc(Plain) == inspect.getdoc(HMLSTM)  # inherited
+    documented = Documented(3, weight_normalization=True)
+    assert documented.cell.weight_normalization
+    assert "return_state" in Documented.__doc__  # the composed Args section
+    y = plain(tf.zeros((1, 2, FEATURES)))
+    assert y.shape == (1, 2, 4 + 4 + 1)
