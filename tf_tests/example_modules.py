@@ -61,3 +61,16 @@ def load_example(name):
         absl.flags = absl_flags
     _LOADED[name] = module
     return module
+
+
+def run_ptb_char(*args):
+    """Runs `examples/ptb_char.py` in this process with the flags `args`
+    (e.g. `"--preset=quick", "--tiny"`), as its command line would, and
+    returns what its `run` returns."""
+    ptb_char = load_example("ptb_char")
+    flags = ptb_char.FLAGS
+    flags.unparse_flags()
+    flags(["ptb_char", *args])
+    settings = ptb_char.resolve_settings(flags)
+    settings["preset"] = flags.preset
+    return ptb_char.run(settings)

@@ -7,7 +7,7 @@ import sys
 
 from absl import flags
 import pytest
-from example_modules import ROOT, load_example
+from example_modules import ROOT, load_example, run_ptb_char
 
 
 
@@ -22,9 +22,7 @@ def _settings(*args):
 
 
 def _run(*args):
-    settings = _settings(*args)
-    settings["preset"] = FLAGS.preset
-    return ptb_char.run(settings)
+    return run_ptb_char(*args)
 
 
 def _steps(output_dir):

@@ -16,22 +16,12 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
-from example_modules import load_example
+from example_modules import run_ptb_char
 
-ptb_char = load_example("ptb_char")
-FLAGS = ptb_char.FLAGS
 
 COMMON = ["--preset=quick", "--tiny", "--synthetic_train_chars=900", "--verbose=0",
           "--save_every=1000", "--max_steps=6", "--boundary_mode=sample",
           "--dropout=0.1", "--recurrent_dropout=0.1"]
-
-
-def _run(*args):
-    FLAGS.unparse_flags()
-    FLAGS(["ptb_char", *args])
-    settings = ptb_char.resolve_settings(FLAGS)
-    settings["preset"] = FLAGS.preset
-    return ptb_char.run(settings)
 
 
 def _losses(output_dir):
@@ -56,7 +46,7 @@ def _checkpoint(output_dir):
 def test_same_seed_gives_the_same_bits(tmp_path):
     runs = {name: str(tmp_path / name) for name in ("a", "b")}
     for out in runs.values():
-        assert _run(*COMMON, "--seed=3", f"--output_dir={out}") is None  # stopped at step 6
+        assert run_ptb_char(*COMMON, "--seed=3", f"--output_dir={out}") is None  # stopped at step 6
     a, b = _losses(runs["a"]), _losses(runs["b"])
     assert len(a) == len(b) == 6 and all(np.isfinite(a)) and len(set(a)) == 6
     assert a == b  # exact float equality, step by step

@@ -25,12 +25,10 @@ import h5py
 import keras
 import numpy as np
 import pytest
-from example_modules import ROOT, load_example
+from example_modules import ROOT, run_ptb_char
 
 from hmkeras.training.training_state import TrainingCheckpoint
 
-ptb_char = load_example("ptb_char")
-FLAGS = ptb_char.FLAGS
 SUBPROCESS_TIMEOUT = 240  # seconds; the machine running the tests may be busy
 
 
@@ -38,14 +36,6 @@ def _environment():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
     return env
-
-
-def _run(*args):
-    FLAGS.unparse_flags()
-    FLAGS(["ptb_char", *args])
-    settings = ptb_char.resolve_settings(FLAGS)
-    settings["preset"] = FLAGS.preset
-    return ptb_char.run(settings)
 
 
 def _steps(output_dir):
@@ -126,8 +116,8 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path):
     assert saved["epoch"] == 0 and 6 <= saved["batch"] < 500  # mid-epoch
     resumed_from = saved["batch"]
     last = resumed_from + 4  # the resumed run trains 4 steps more, then stops
-    assert _run(*COMMON, f"--max_steps={last}", f"--output_dir={killed}") is None
-    assert _run(*COMMON, f"--max_steps={last}", f"--output_dir={straight}") is None
+    assert run_ptb_char(*COMMON, f"--max_steps={last}", f"--output_dir={killed}") is None
+    assert run_ptb_char(*COMMON, f"--max_steps={last}", f"--output_dir={straight}") is None
 
     a, b = _steps(straight), _steps(killed)
     assert sorted(a) == sorted(b) == list(range(1, last + 1))
