@@ -179,7 +179,31 @@ def test_mixed_precision(case, policy):
     mixed = np.asarray(tf.cast(mixed, tf.float32))
     assert np.all(np.isfinite(mixed))
     tolerance = 2e-2 if policy.compute_dtype == "float16" else 8e-2
+    mixed, expected = _until_boundaries_disagree(runnable, mixed, expected)
     np.testing.assert_allclose(mixed, expected, atol=tolerance, rtol=tolerance)
+
+
+def _until_boundaries_disagree(runnable, mixed, expected):
+    """The steps of `(batch, time, ...)` outputs to compare, flattened.
+
+    A hierarchical cell's boundaries are decisions: where a detector's
+    pre-activation lies within the lower precision's rounding of zero, the
+    mixed-precision run may decide the other way, and from that step on
+    its row legitimately follows another trajectory.  Each row is compared
+    up to its first differing boundary; at least half of all steps must be
+    compared, so a systematic error (decisions flipped everywhere) fails.
+    Other layers are compared at every step.
+    """
+    cell = getattr(runnable, "cell", None)
+    if not isinstance(cell, hmkeras.HierarchicalCell):
+        return mixed, expected
+    boundaries = cell.num_layers - 1
+    differs = np.any(mixed[..., -boundaries:] != expected[..., -boundaries:], axis=-1)
+    steps = mixed.shape[1]
+    first = np.where(differs.any(axis=1), differs.argmax(axis=1), steps)
+    keep = np.arange(steps)[None, :] < first[:, None]
+    assert keep.mean() >= 0.5, f"boundaries differ early in most rows: {first}"
+    return mixed[keep], expected[keep]
 
 
 def _mask_data(case):
