@@ -472,23 +472,13 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
         See `build_sequence_constants`; `factor` is `(batch, 1)` or `None`.
         """
-        return tf.matmul(x, kernel) * self._normalization_scale(x, factor, gram)
-
-    def _normalization_scale(self, x, factor, gram):
-        """`factor / sqrt(var(x M) + eps)` per row, `(batch, 1)` (Ba Eq. 21).
-
-        The variance of the product comes from the Gram matrix `G` of the
-        centred kernel: `var(x M) = x G x^T` (`build_sequence_constants`);
-        it is computed in the statistics dtype (float32 under mixed
-        precision) and returned in the compute dtype.
-        """
         statistics = self._statistics_dtype
         x_stat = tf.cast(x, statistics)
         variance = tf.reduce_sum(tf.matmul(x_stat, gram) * x_stat, axis=-1, keepdims=True)
         scale = tf.math.rsqrt(tf.maximum(variance, 0.0) + _LAYER_NORM_EPSILON)
         if factor is not None:
             scale = scale * tf.cast(factor, statistics)
-        return tf.cast(scale, self.compute_dtype)
+        return tf.matmul(x, kernel) * tf.cast(scale, self.compute_dtype)
 
     def _mixed_products(self, index, below, recurrent, above, coefficients, constants,
                         boundary_only=False):
@@ -566,7 +556,6 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         if has_top_down:
             inputs.append(above)  # Chung Eq. (6)
             factors.append(c)
-        grams = constants["normalized_grams"][index]
         total = None
         for k, (x, factor) in enumerate(zip(inputs, factors)):
             if k == 0 and projected is not None:  # the bottom layer's W x, precomputed
@@ -575,7 +564,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             if _is_zero(factor):
                 continue
             term = self._normalized_product(
-                x, factor, grams[k], pick(constants["normalized_kernels"][index][k]),
+                x, factor, constants["normalized_grams"][index][k],
+                pick(constants["normalized_kernels"][index][k]),
             )
             total = term if total is None else total + term
         # The gated sum of the products' biases: one (batch, P) x (P, C) matmul.

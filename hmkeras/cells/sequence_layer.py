@@ -212,8 +212,6 @@ class SequenceLayer(keras.layers.RNN):
         argument_checks.check_float_inputs(type(self).__name__, sequences)
         # Work on the whole sequence, before the loop (one matrix product).
         projected = self.cell.project_sequence(sequences, training=training)
-        if not tf.nest.is_nested(initial_state):
-            initial_state = [initial_state]
 
         # Without `unroll`, Keras' loop first runs the step once more, outside
         # the loop, to learn the output shape: sparse-update counts skip it.
@@ -232,6 +230,8 @@ class SequenceLayer(keras.layers.RNN):
                     counter.paused = False
             return self.cell.call_projected(inputs, list(states), training=training)
 
+        if not tf.nest.is_nested(initial_state):
+            initial_state = [initial_state]
         try:
             return keras_backend.rnn(
                 step,

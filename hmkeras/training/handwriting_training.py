@@ -104,8 +104,7 @@ class HandwritingTrainer(keras.Model):
             scaled = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
         gradients = tape.gradient(scaled, variables)
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            gradients = replica_finiteness.agree_on_finiteness(gradients)
+        gradients = replica_finiteness.agree_on_finiteness(gradients, self.optimizer)
         self.optimizer.apply(gradients, variables)
         return self._logs(loss, per_sequence, rnn_outputs, weights)
 

@@ -17,20 +17,29 @@ Example:
 [[1.0, 2.0]]
 """
 
+import keras
 import tensorflow as tf
 
 
-def agree_on_finiteness(gradients):
+def agree_on_finiteness(gradients, optimizer=None):
     """The gradients, made non-finite on every replica if any replica's are.
 
     Args:
         gradients: a list of gradients (tensors, `tf.IndexedSlices` or
             `None`) of the calling replica.
+        optimizer: the optimizer that will apply them; the agreement is
+            needed only by a `keras.optimizers.LossScaleOptimizer` (which
+            skips non-finite steps), so any other gets the gradients
+            unchanged.  `None`: agree regardless.
 
     Returns:
-        The list, unchanged with one replica or when every replica's
-        gradients are finite; otherwise with NaN added to each.
+        The list, unchanged with one replica, with an optimizer that does
+        not skip steps, or when every replica's gradients are finite;
+        otherwise with NaN added to each.
     """
+    if optimizer is not None and not isinstance(
+            optimizer, keras.optimizers.LossScaleOptimizer):
+        return gradients
     strategy = tf.distribute.get_strategy()
     context = tf.distribute.get_replica_context()
     if context is None or strategy.num_replicas_in_sync == 1:

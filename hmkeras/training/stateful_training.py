@@ -152,8 +152,7 @@ class TruncatedBPTTModel(keras.Model):
             scaled_loss = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
         gradients = tape.gradient(scaled_loss, variables)
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            gradients = replica_finiteness.agree_on_finiteness(gradients)
+        gradients = replica_finiteness.agree_on_finiteness(gradients, self.optimizer)
         self.optimizer.apply(gradients, variables)
         # The gradient is truncated here: the next window starts from a
         # constant state (truncated BPTT).
