@@ -22,11 +22,16 @@ Sec. 4.1), trained the way accelerators like it:
   every replica at once; the `z_rate_l` that `BoundaryMonitor` reads are the
   means over the replicas' batches (TPUs: the first replica's).
 
-Unlike `ptb_char.py`, every window of `--seq_len` characters starts from
-the zero state (`TruncatedBPTTModel(carry_state=False)`): with several
-replicas each would have to carry the state of its own rows; independent
-windows train any strategy alike (and the default strategy gives the same
-losses as the others, which the tests check). Another difference that
+As in `ptb_char.py`, the RNN state, boundaries included, is carried from
+each batch to the next (truncated BPTT over the stream; reset at every
+epoch, checkpointed with the weights), under every strategy: the batches
+name their rows (`TruncatedBPTTBatches.dataset(row_ids=True)`), so each
+replica continues the rows the strategy gives it, and after each step the
+replicas' final states are combined into the one carried state
+(`hmkeras.TruncatedBPTTModel`). The default strategy gives the same
+losses as the others (which the tests check). `--nocarry_state` starts
+every window from the zero state instead (independent windows).
+Another difference that
 comes from Keras: with several replicas `--clip_norm` clips each replica's
 share of the gradient before the shares are summed. With
 `--strategy=multi_worker` give every worker its own `--output_dir` (each
@@ -94,8 +99,10 @@ flags.DEFINE_integer("cpu_replicas", 0, "Split the CPU into this many logical "
                      "without accelerators). 0: off.", lower_bound=0)
 flags.DEFINE_integer("timing_warmup", 2, "Steps (compiling) not counted in chars/s.",
                      lower_bound=0)
+flags.DEFINE_bool("carry_state", True, "Carry the RNN state from each batch to the "
+                  "next (truncated BPTT; --nocarry_state: every window from the zero state).")
 OWN_FLAGS = ("precision", "strategy", "tpu", "jit_compile", "cpu_replicas",
-             "timing_warmup")
+             "timing_warmup", "carry_state")
 
 
 def resolve_settings(flag_values):
@@ -190,16 +197,17 @@ def model_config(s, vocab_size):
     return CharLanguageModelConfig(**values)
 
 
-def fed_dataset(batches, start_batch=0):
-    """`batches.dataset(start_batch)` in its fixed order, prefetched, and
-    sharded by data (not by file) when several workers read it."""
+def fed_dataset(batches, start_batch=0, row_ids=False):
+    """`batches.dataset(start_batch, row_ids)` in its fixed order, prefetched,
+    and sharded by data (not by file) when several workers read it."""
     import tensorflow as tf
 
     options = tf.data.Options()
     options.deterministic = True
     options.experimental_distribute.auto_shard_policy = (
         tf.data.experimental.AutoShardPolicy.DATA)
-    return batches.dataset(start_batch).prefetch(tf.data.AUTOTUNE).with_options(options)
+    dataset = batches.dataset(start_batch, row_ids=row_ids)
+    return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
 
 
 # ----------------------------------------------------------------------------
@@ -266,7 +274,10 @@ def train(s, lm, trainer, batches, checkpoint):
             steps = min(steps, s["max_steps"] - step)
         if steps <= 0:
             break
-        trainer.fit(fed_dataset(batches, progress["batch"]), epochs=progress["epoch"] + 1,
+        if progress["batch"] == 0 and trainer.carry_state:
+            trainer.reset_carried_state()  # a new epoch starts from the zero state
+        trainer.fit(fed_dataset(batches, progress["batch"], row_ids=trainer.carry_state),
+                    epochs=progress["epoch"] + 1,
                     initial_epoch=progress["epoch"], steps_per_epoch=steps,
                     callbacks=callbacks, verbose=s["verbose"], shuffle=False)
         if progress["batch"] >= batches.num_batches:
@@ -277,8 +288,9 @@ def train(s, lm, trainer, batches, checkpoint):
     return progress
 
 
-def _validation_bpc(s, trainer, ids, replicas):
-    """Validation BPC on windows of --seq_len from the zero state."""
+def _validation_bpc(s, evaluator, ids, replicas):
+    """Validation BPC on windows of --seq_len from the zero state
+    (`evaluator`: a `TruncatedBPTTModel(carry_state=False)`)."""
     from hmkeras import data
 
     rows = min(s["valid_batch_size"], (len(ids) - 1) // s["seq_len"])
@@ -286,7 +298,7 @@ def _validation_bpc(s, trainer, ids, replicas):
     if rows < 1:
         return None
     batches = data.TruncatedBPTTBatches(ids, rows, s["seq_len"])
-    nats = trainer.evaluate(fed_dataset(batches), verbose=0, return_dict=True)["loss"]
+    nats = evaluator.evaluate(fed_dataset(batches), verbose=0, return_dict=True)["loss"]
     return nats / math.log(2.0)
 
 
@@ -321,7 +333,8 @@ def _run(s):
     with strategy.scope():
         # Every variable (weights, slope, optimizer, metrics) is created here.
         lm = CharLanguageModel(config)
-        trainer = TruncatedBPTTModel(lm, None, carry_state=False)
+        carry = s["carry_state"]
+        trainer = TruncatedBPTTModel(lm, s["batch_size"] if carry else None, carry_state=carry)
         optimizer = keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"])
         if s["precision"] == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -331,11 +344,14 @@ def _run(s):
               f"{replicas} replica(s) of {s['batch_size'] // replicas} rows; "
               f"{s['precision']}; jit_compile={s['jit_compile']}.")
         progress = train(s, lm, trainer, batches, checkpoint)
+        evaluator = TruncatedBPTTModel(lm, None, carry_state=False)
+        evaluator.compile(loss=evaluator.loss_function(), jit_compile=s["jit_compile"])
     chars = progress["timed_steps"] * s["batch_size"] * s["seq_len"]
     results = {
         "cell": s["cell"], "dataset": s["dataset"], "preset": s["preset"],
         "strategy": s["strategy"], "replicas": replicas, "precision": s["precision"],
-        "jit_compile": s["jit_compile"], "batch_size": s["batch_size"],
+        "jit_compile": s["jit_compile"], "carry_state": s["carry_state"],
+        "batch_size": s["batch_size"],
         "seq_len": s["seq_len"], "parameters": lm.count_params(),
         "devices": [d.name for d in tf.config.list_logical_devices()
                     if d.device_type != "CPU"] or ["CPU"],
@@ -346,7 +362,7 @@ def _run(s):
                              if progress["timed_seconds"] > 0 else None),
         "last_epoch_mean_loss": progress.get("last_loss"),
         "final_bpc": progress.get("last_bpc"),
-        "valid_bpc": _validation_bpc(s, trainer, ids["validation"], replicas),
+        "valid_bpc": _validation_bpc(s, evaluator, ids["validation"], replicas),
         "weight_dtypes": sorted({v.dtype for v in lm.network.weights}),
         "compute_dtype": keras.config.dtype_policy().compute_dtype,
     }

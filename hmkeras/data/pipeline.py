@@ -148,18 +148,24 @@ class TruncatedBPTTBatches:
         y = self._rows[:, lo + 1 : lo + self.seq_len + 1]
         return x.astype(np.int32), y.astype(np.int32)
 
-    def dataset(self, start_batch: int = 0) -> tf.data.Dataset:
+    def dataset(self, start_batch: int = 0, row_ids: bool = False) -> tf.data.Dataset:
         """The epoch's batches from `start_batch` on, in order.
 
         Args:
           start_batch: index of the first batch, in ``[0, num_batches]``
             (``num_batches`` gives an empty dataset: the epoch is done).
+          row_ids: whether each element names its rows: ``((inputs,
+            row_ids), targets)`` with ``row_ids`` the int32 ``(batch_size,)``
+            range ``0 .. batch_size - 1``, which travel with the rows when a
+            `tf.distribute` strategy splits the batch over replicas (what
+            `hmkeras.TruncatedBPTTModel` needs to carry each row's state
+            there).
 
         Returns:
-          A `tf.data.Dataset` of ``(inputs, targets)``, int32 tensors of
-          shape ``(batch_size, seq_len)``. Call `.repeat()` for several epochs
-          (each epoch starts again at batch 0, where the RNN state should be
-          reset).
+          A `tf.data.Dataset` of ``(inputs, targets)`` (or ``((inputs,
+          row_ids), targets)``), int32 tensors of shape ``(batch_size,
+          seq_len)``. Call `.repeat()` for several epochs (each epoch starts
+          again at batch 0, where the RNN state should be reset).
         """
         if (
             isinstance(start_batch, bool)
@@ -170,6 +176,8 @@ class TruncatedBPTTBatches:
                 f"`start_batch` must be an integer in [0, {self.num_batches}], "
                 f"got {start_batch!r}."
             )
+        if not isinstance(row_ids, (bool, np.bool_)):
+            raise ValueError(f"`row_ids` must be True or False, got {row_ids!r}.")
         if self._rows_tensor is None:
             self._rows_tensor = tf.constant(self._rows)
         rows = self._rows_tensor
@@ -179,7 +187,10 @@ class TruncatedBPTTBatches:
             lo = tf.cast(k, tf.int32) * seq_len
             x = tf.slice(rows, [0, lo], [batch_size, seq_len])
             y = tf.slice(rows, [0, lo + 1], [batch_size, seq_len])
-            return tf.cast(x, tf.int32), tf.cast(y, tf.int32)
+            x, y = tf.cast(x, tf.int32), tf.cast(y, tf.int32)
+            if row_ids:
+                return (x, tf.range(batch_size, dtype=tf.int32)), y
+            return x, y
 
         return tf.data.Dataset.range(int(start_batch), self.num_batches).map(
             _slice

@@ -16,15 +16,25 @@ Because the carried state lives in variables it is part of
 with the parameters, so a run resumes mid-epoch exactly.
 
 Under a `tf.distribute` strategy with several replicas (data parallelism:
-each replica gets a slice of the global batch) the carried state would
-have to live per replica, in the replica's slice of the rows; the model
-refuses that (a `ValueError` at the first step) and trains with
-`carry_state=False` instead: every window starts from the zero state
-(independent windows, the usual data-parallel language-model setup; no
-state variables, any batch size). The loss is computed the way Keras'
-own `train_step` does under a strategy (each replica's loss divided by
-the number of replicas, the gradients summed), and the logged `loss`,
-`bpc` and `z_rate_l` are the means over the replicas.
+each replica gets a slice of the global batch) every replica must find
+the carried state of its own rows, wherever the strategy sends them
+(`MultiWorkerMirroredStrategy` does not hand out a batch's rows in
+replica order).  So the batches name their rows: feed
+`((tokens, row_ids), targets)`, as `TruncatedBPTTBatches.dataset(
+row_ids=True)` gives, `row_ids` the `(batch,)` indices in `[0,
+batch_size)` of the rows of the global batch.  A replica gathers its
+rows' state from the carried state (one variable of `batch_size` rows,
+the same on every replica), and after the step the replicas' final
+states are summed into that variable, each scattered to its rows (one
+all-reduce; a sum with zeros is exact, so the result is the
+single-device one).  Without row ids a model with several replicas
+refuses to carry the state (a `ValueError` at the first step); with one
+replica they are optional.  `carry_state=False` instead starts every
+window from the zero state (independent windows: no state variables, any
+batch size).  The loss is computed the way Keras' own `train_step` does
+under a strategy (each replica's loss divided by the number of replicas,
+the gradients summed), and the logged `loss`, `bpc` and `z_rate_l` are
+the means over the replicas.
 
 Example:
 
@@ -65,14 +75,20 @@ class TruncatedBPTTModel(keras.Model):
             rows of every batch; None only with `carry_state=False` (then
             batches of any size are accepted).
         carry_state: `True` (default): carry the final state of every
-            batch to the next (truncated BPTT over a stream). `False`:
-            every batch starts from the zero state (independent windows;
-            the mode for `tf.distribute` strategies with several replicas).
+            batch to the next (truncated BPTT over a stream; under a
+            strategy with several replicas the batches must name their
+            rows, see above). `False`: every batch starts from the zero
+            state (independent windows).
         **kwargs: Base model keyword arguments, such as `name`.
 
     Call arguments:
-        tokens: `(batch_size, time)` int ids. Returns the logits; in
-            `training` mode the final state is carried to the next call.
+        tokens: `(batch_size, time)` int ids, or `(tokens, row_ids)` with
+            the `(batch,)` rows of the carried state that the tokens
+            continue. Returns the logits.
+
+    Training data: `(tokens, targets)` or `((tokens, row_ids), targets)`;
+    a train step starts from the carried state of those rows and carries
+    its final state to the next step.
     """
 
     def __init__(self, language_model, batch_size, carry_state=True, **kwargs):
@@ -98,6 +114,9 @@ class TruncatedBPTTModel(keras.Model):
             self.add_weight(
                 name=f"carried_state_{i}", shape=(self.batch_size, size),
                 initializer="zeros", trainable=False,
+                # Every replica assigns the same all-reduced value (see
+                # `_store_state`); under a strategy the first one's is kept.
+                aggregation="only_first_replica",
             )
             for i, size in enumerate(language_model.state_sizes)
         ] if carry_state else []
@@ -113,35 +132,84 @@ class TruncatedBPTTModel(keras.Model):
         for variable in self.carried_state:
             variable.assign(tf.zeros_like(variable))
 
-    def _initial_state(self, tokens):
-        """The carried state, or zeros for the rows of `tokens`."""
-        if self.carry_state:
+    @staticmethod
+    def _tokens_and_rows(inputs):
+        """`(tokens, row_ids or None)` of `tokens` or `(tokens, row_ids)`."""
+        if isinstance(inputs, (tuple, list)):
+            if len(inputs) != 2:
+                raise ValueError(
+                    "TruncatedBPTTModel inputs must be `tokens` or `(tokens, row_ids)`. "
+                    f"Received a sequence of {len(inputs)} items."
+                )
+            return inputs[0], inputs[1]
+        return inputs, None
+
+    def _initial_state(self, tokens, row_ids):
+        """The carried state of the rows (all rows without `row_ids`), or
+        zeros for the rows of `tokens`."""
+        if not self.carry_state:
+            rows = tf.shape(tokens)[0]
+            return [tf.zeros((rows, size)) for size in self.language_model.state_sizes]
+        if row_ids is None:
             replicas = tf.distribute.get_strategy().num_replicas_in_sync
             if replicas > 1:
                 raise ValueError(
-                    "TruncatedBPTTModel(carry_state=True) cannot carry the state "
-                    f"across batches split over {replicas} replicas; use "
-                    "carry_state=False under a tf.distribute strategy."
+                    "TruncatedBPTTModel(carry_state=True) carries the state across "
+                    f"batches split over {replicas} replicas only when each batch names "
+                    "its rows: feed ((tokens, row_ids), targets), as "
+                    "TruncatedBPTTBatches.dataset(row_ids=True) gives, or use "
+                    "carry_state=False."
                 )
             return [v.value for v in self.carried_state]
-        rows = tf.shape(tokens)[0]
-        return [tf.zeros((rows, size)) for size in self.language_model.state_sizes]
+        row_ids = tf.cast(row_ids, tf.int32)
+        return [tf.gather(v.value, row_ids) for v in self.carried_state]
 
-    def call(self, tokens, training=False):
+    def _store_state(self, state, row_ids):
+        """Carries `state` (the final state of the rows) to the next step.
+
+        With `row_ids`, each replica scatters its rows' state into a
+        zero `(batch_size, size)` tensor, the replicas' tensors are summed
+        (every row comes from exactly one replica), and the rows that no
+        replica ran keep their carried state.
+        """
+        # The gradient is truncated here: the next window starts from a
+        # constant state (truncated BPTT).
+        state = [tf.stop_gradient(value) for value in state]
+        if row_ids is None:
+            for variable, value in zip(self.carried_state, state):
+                variable.assign(value)
+            return
+        indices = tf.cast(row_ids, tf.int32)[:, None]
+        shape = lambda columns: tf.stack([self.batch_size, columns])  # noqa: E731
+        scattered = [
+            tf.scatter_nd(indices, tf.cast(value, v.dtype), shape(tf.shape(value)[1]))
+            for v, value in zip(self.carried_state, state)
+        ]
+        covered = tf.scatter_nd(indices, tf.ones_like(indices, tf.float32), shape(1))
+        context = tf.distribute.get_replica_context()
+        if context is not None and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+            *scattered, covered = context.all_reduce(
+                tf.distribute.ReduceOp.SUM, [*scattered, covered]
+            )
+        for variable, value in zip(self.carried_state, scattered):
+            variable.assign(tf.where(covered > 0, value, variable.value))
+
+    def call(self, inputs, training=False):
+        tokens, row_ids = self._tokens_and_rows(inputs)
         logits, _, *state = self.network(
-            [tokens, *self._initial_state(tokens)], training=training
+            [tokens, *self._initial_state(tokens, row_ids)], training=training
         )
         return logits
 
     def train_step(self, data):
-        x, y = data[0], data[1]
+        (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
         lm = self.language_model
         # Under a strategy Keras' losses divide each replica's loss by the
         # number of replicas (the gradients are summed over the replicas).
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         with tf.GradientTape() as tape:
             logits, rnn_outputs, *state = self.network(
-                [x, *self._initial_state(x)], training=True
+                [x, *self._initial_state(x, row_ids)], training=True
             )
             loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
             if lm.boundary_rate_regularizer is not None:
@@ -154,10 +222,8 @@ class TruncatedBPTTModel(keras.Model):
         gradients = tape.gradient(scaled_loss, variables)
         gradients = replica_finiteness.agree_on_finiteness(gradients, self.optimizer)
         self.optimizer.apply(gradients, variables)
-        # The gradient is truncated here: the next window starts from a
-        # constant state (truncated BPTT).
-        for variable, value in zip(self.carried_state, state):
-            variable.assign(tf.stop_gradient(value))
+        if self.carry_state:
+            self._store_state(state, row_ids)
         cross_entropy = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=tf.cast(y, tf.int32), logits=tf.cast(logits, tf.float32)

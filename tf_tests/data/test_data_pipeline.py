@@ -57,6 +57,19 @@ def test_start_batch_equals_skip():
     np.testing.assert_array_equal(y, full[3][1])
 
 
+def test_row_ids_name_the_rows_of_every_batch():
+    ids = np.random.default_rng(1).integers(0, 50, size=500)
+    batches = TruncatedBPTTBatches(ids, batch_size=6, seq_len=8)
+    plain = _collect(batches.dataset(start_batch=2))
+    named = list(batches.dataset(start_batch=2, row_ids=True))
+    assert len(named) == len(plain) == batches.num_batches - 2
+    for ((x, rows), y), (x_plain, y_plain) in zip(named, plain):
+        np.testing.assert_array_equal(x.numpy(), x_plain)
+        np.testing.assert_array_equal(y.numpy(), y_plain)
+        assert rows.dtype.name == "int32"
+        np.testing.assert_array_equal(rows.numpy(), np.arange(6))
+
+
 def test_bptt_invalid_arguments():
     with pytest.raises(ValueError, match="batch_size"):
         TruncatedBPTTBatches(np.arange(100), batch_size=0, seq_len=5)
@@ -67,6 +80,8 @@ def test_bptt_invalid_arguments():
     batches = TruncatedBPTTBatches(np.arange(100), batch_size=2, seq_len=5)
     with pytest.raises(ValueError, match="start_batch"):
         batches.dataset(start_batch=batches.num_batches + 1)
+    with pytest.raises(ValueError, match="row_ids"):
+        batches.dataset(row_ids=1)
     with pytest.raises(ValueError, match="1-D"):
         TruncatedBPTTBatches(np.zeros((4, 30), int), batch_size=2, seq_len=5)
 

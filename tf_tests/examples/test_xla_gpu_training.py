@@ -5,8 +5,9 @@ global dtype policy, which must happen in a fresh process; the flag checks
 that come before TensorFlow loads run in subprocesses too (fast).
 
 One run trains a few steps under the default strategy with XLA and
-mixed_bfloat16; a second resumes it from its checkpoint under
-MirroredStrategy over two logical CPU devices and finishes the epoch.
+mixed_bfloat16; a second resumes it from its checkpoint (the carried state
+included) under MirroredStrategy over two logical CPU devices and
+finishes the epoch.
 """
 
 import json
@@ -40,6 +41,7 @@ def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     results = _results(out)
     assert results["strategy"] == "default" and results["replicas"] == 1
     assert results["jit_compile"] is True
+    assert results["carry_state"] is True  # truncated BPTT, as ptb_char.py
     assert results["steps"] == 3 and results["epochs"] == 0
     assert results["compute_dtype"] == "bfloat16"
     assert results["weight_dtypes"] == ["float32"]  # variables stay float32

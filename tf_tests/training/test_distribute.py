@@ -14,6 +14,10 @@ JSON report that the tests below check.
 * Every cell (and every sequence layer of `hmkeras.cells`, when present)
   builds and trains under the strategy; mixed precision keeps float32
   variables and finite losses.
+* Truncated BPTT with the state carried across batches: over the two
+  replicas (the batches name their rows) the per-batch losses, the final
+  weights and the carried state are those of the default strategy, and
+  differ from independent windows' (the state is really carried).
 """
 
 import json
@@ -127,7 +131,7 @@ for name, factory in (
          lambda: hmkeras.cells.MultiplicativeLSTM(8, return_sequences=True))):
     if hasattr(hmkeras.cells, name):
         out["layers"][name] = train_layer(mirrored, factory)
-with mirrored.scope():  # a carried state cannot be split over replicas
+with mirrored.scope():  # without row ids the carried state cannot be split
     lm = CharLanguageModel(vocab_size=11, cell="hmrnn", units=4, num_layers=2,
                            embedding_dim=3, output_units=4)
     carrying = hmkeras.TruncatedBPTTModel(lm, 4)
@@ -137,6 +141,34 @@ with mirrored.scope():  # a carried state cannot be split over replicas
         out["carry_error"] = None
     except ValueError as error:
         out["carry_error"] = str(error)
+
+
+def train_carried(strategy, carry):
+    # A stream of 3 batches of 4 rows x 6 steps; row i of batch k + 1
+    # continues row i of batch k.
+    stream = np.random.default_rng(1).integers(0, 11, 4 * 6 * 3 + 1)
+    batches = hmkeras.data.TruncatedBPTTBatches(stream, 4, 6)
+    path = os.path.join(weights_dir, "carried.weights.h5")
+    with strategy.scope():
+        lm = CharLanguageModel(vocab_size=11, cell="hmlstm", units=8, num_layers=2,
+                               embedding_dim=4, output_units=8, seed=0)
+        if os.path.exists(path):
+            lm.network.load_weights(path)
+        else:
+            lm.network.save_weights(path)
+        trainer = hmkeras.TruncatedBPTTModel(lm, 4 if carry else None, carry_state=carry)
+        trainer.compile(keras.optimizers.Adam(0.01), loss=trainer.loss_function())
+        logs = BatchLogs()
+        trainer.fit(batches.dataset(row_ids=carry), epochs=1, callbacks=[logs],
+                    verbose=0, shuffle=False)
+    return {"rows": logs.rows,
+            "weights": [w.numpy().tolist() for w in lm.network.trainable_weights],
+            "state": [v.numpy().tolist() for v in trainer.carried_state]}
+
+
+out["carried"] = {"default": train_carried(default, True),
+                  "mirrored": train_carried(mirrored, True),
+                  "windows": train_carried(default, False)}
 print("REPORT " + json.dumps(out))
 """
 
@@ -195,8 +227,29 @@ def test_mixed_precision_under_mirrored_strategy(report, policy):
         assert all(result["changed"])
 
 
-def test_carried_state_is_refused_over_replicas(report):
+def test_carried_state_without_row_ids_is_refused_over_replicas(report):
+    assert "row_ids" in report["carry_error"]
     assert "carry_state=False" in report["carry_error"]
+
+
+def test_carried_state_over_replicas_equals_the_default_strategy(report):
+    single, mirrored = report["carried"]["default"], report["carried"]["mirrored"]
+    assert len(single["rows"]) == len(mirrored["rows"]) == 3
+    for a, b in zip(single["rows"], mirrored["rows"]):
+        for key in a:  # batch_bpc, z_rate_1
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-5), key
+    for a, b in zip(single["weights"] + single["state"],
+                    mirrored["weights"] + mirrored["state"]):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
+    # Every row's state was carried (a row's state never stays zero) ...
+    for state in mirrored["state"][:-1]:  # the last is z, legitimately 0 or 1
+        assert np.all(np.any(np.asarray(state) != 0, axis=1))
+    # ... and it matters: independent windows start batches 2 and 3 elsewhere.
+    windows = report["carried"]["windows"]
+    assert windows["rows"][0]["batch_bpc"] == pytest.approx(single["rows"][0]["batch_bpc"],
+                                                            rel=1e-6)
+    for a, b in zip(single["rows"][1:], windows["rows"][1:]):
+        assert abs(a["batch_bpc"] - b["batch_bpc"]) > 1e-4
 
 
 def test_sequence_layers_train_under_mirrored_strategy(report):
@@ -250,3 +303,29 @@ def test_carry_state_arguments():
     with pytest.raises(ValueError, match="carry_state"):
         hmkeras.TruncatedBPTTModel(lm, 2, carry_state="no")
     assert hmkeras.TruncatedBPTTModel(lm, 2, carry_state=False).batch_size == 2
+
+
+def test_row_ids_select_the_rows_of_the_carried_state():
+    import keras
+
+    import hmkeras
+
+    lm = _tiny_lm()
+    trainer = hmkeras.TruncatedBPTTModel(lm, 4)
+    trainer.compile(keras.optimizers.SGD(0.0), loss=trainer.loss_function())
+    rng = np.random.default_rng(3)
+    first, second = (rng.integers(0, 7, (4, 9)).astype("int32") for _ in range(2))
+    trainer.train_on_batch(first, np.roll(first, -1, axis=1))
+    carried = [v.numpy().copy() for v in trainer.carried_state]
+    # Independent reference: the network from the carried rows' state.
+    expected = lm.network([second, *carried])[2:]
+    # Rows 3 and 1 only, in that order, named by their row ids.
+    rows = np.array([3, 1], "int32")
+    trainer.train_on_batch((second[rows], rows), np.roll(second[rows], -1, axis=1))
+    for variable, before, after in zip(trainer.carried_state, carried, expected):
+        np.testing.assert_allclose(variable.numpy()[rows], np.asarray(after)[rows],
+                                   rtol=1e-6, atol=1e-6)
+        # The rows that did not run keep their state exactly.
+        np.testing.assert_array_equal(variable.numpy()[[0, 2]], before[[0, 2]])
+    with pytest.raises(ValueError, match="row_ids"):
+        trainer((second, rows, rows))
