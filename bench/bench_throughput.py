@@ -53,7 +53,6 @@ The flags of `bench/bench_cells.py` that give sizes and steps apply
 """
 
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -67,6 +66,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_cells  # noqa: E402  (its flags and its timing model, make_model)
+import results_files  # noqa: E402
 
 FLAGS = flags.FLAGS
 SWEPT_FLAGS = ("cell", "batch_size", "layer_norm", "jit_compile")
@@ -352,12 +352,8 @@ def main(argv):
                   f"{len(ids)} models")
             results += measure_setting(specs, ids, batch, jit, gpu, rng)
     meta["wall_seconds"] = time.time() - started
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
-    with open(FLAGS.output, "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=2)
-    table_path = os.path.splitext(FLAGS.output)[0] + ".md"
-    with open(table_path, "w") as f:
-        f.write(markdown(meta, results, {i: label for i, (label, _) in specs.items()}))
+    table_path = results_files.write_results(FLAGS.output, meta, results,
+                                             markdown(meta, results, {i: label for i, (label, _) in specs.items()}))
     print(f"wrote {FLAGS.output} and {table_path} ({meta['wall_seconds']:.0f} s)")
 
 

@@ -63,6 +63,9 @@ CASES = [
     ("bench/boundaries.py", ["--models=hmlstm,gru"], ["--models", "hmlstm_rate"]),
     ("bench/boundaries.py", ["--corpus=text_file"], ["--corpus=text_file needs --text_file"]),
     ("bench/boundaries.py", ["--rate_targets=0.2"], ["--rate_targets", "two numbers"]),
+    ("bench/gradient_norms.py", ["--models=hmrnn,gru"], ["--models", "hmrnn_noln|"]),
+    ("bench/gradient_norms.py", ["--seeds=-1"], ["--seeds", "non-negative integers"]),
+    ("bench/gradient_norms.py", ["--layers=1"], ["--layers=1", ">= 2"]),
 ]
 
 
