@@ -180,12 +180,13 @@ class TruncatedBPTTModel(keras.Model):
                 variable.assign(value)
             return
         indices = tf.cast(row_ids, tf.int32)[:, None]
-        shape = lambda columns: tf.stack([self.batch_size, columns])  # noqa: E731
         scattered = [
-            tf.scatter_nd(indices, tf.cast(value, v.dtype), shape(tf.shape(value)[1]))
+            tf.scatter_nd(indices, tf.cast(value, v.dtype), tuple(v.shape))
             for v, value in zip(self.carried_state, state)
         ]
-        covered = tf.scatter_nd(indices, tf.ones_like(indices, tf.float32), shape(1))
+        covered = tf.scatter_nd(
+            indices, tf.ones_like(indices, tf.float32), (self.batch_size, 1)
+        )
         context = tf.distribute.get_replica_context()
         if context is not None and tf.distribute.get_strategy().num_replicas_in_sync > 1:
             *scattered, covered = context.all_reduce(
