@@ -34,7 +34,12 @@ window from the zero state (independent windows: no state variables, any
 batch size).  The loss is computed the way Keras' own `train_step` does
 under a strategy (each replica's loss divided by the number of replicas,
 the gradients summed), and the logged `loss`, `bpc` and `z_rate_l` are
-the means over the replicas.
+the means over the replicas.  Keras' own `fit` and `evaluate` fail under
+`MultiWorkerMirroredStrategy` with several workers (keras-team/keras#20585:
+they average a first batch of several tensors, and then scalar logs, along
+an axis 0); this model builds from its known input specs instead and hands
+Keras its logs as `(1,)` tensors there, so it trains on several workers
+(tested with two worker processes against one device).
 
 Example:
 
@@ -195,6 +200,19 @@ class TruncatedBPTTModel(keras.Model):
         for variable, value in zip(self.carried_state, scattered):
             variable.assign(tf.where(covered > 0, value, variable.value))
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras' TensorFlow trainer builds the loss container and the
+        # optimizer from a first batch, which under a strategy it takes from
+        # the distributed dataset and averages over the replicas; under
+        # MultiWorkerMirroredStrategy that average fails for a batch of
+        # several tensors (keras-team/keras#20585), so every `fit` would.
+        # This model's inputs are known: it builds from their specs instead.
+        if iterator is not None and data_batch is None:
+            tokens = tf.TensorSpec((None, None), tf.int32)
+            inputs = (tokens, tf.TensorSpec((None,), tf.int32)) if self.carry_state else tokens
+            data_batch = (inputs, tokens)
+        super()._maybe_symbolic_build(data_batch=data_batch)
+
     def call(self, inputs, training=False):
         tokens, row_ids = self._tokens_and_rows(inputs)
         logits, _, *state = self.network(
@@ -247,7 +265,10 @@ class TruncatedBPTTModel(keras.Model):
             rates = tf.reduce_mean(tf.cast(lm.boundaries(rnn_outputs), tf.float32), axis=[0, 1])
             for index in range(lm.hierarchical_cell.num_layers - 1):
                 logs[f"z_rate_{index + 1}"] = rates[index]
-        return logs
+        return _for_keras_reduction(logs)
+
+    def test_step(self, data):
+        return _for_keras_reduction(super().test_step(data))
 
     @property
     def metrics(self):
@@ -255,3 +276,21 @@ class TruncatedBPTTModel(keras.Model):
         if self.bpc_tracker not in metrics:
             metrics.append(self.bpc_tracker)
         return metrics
+
+
+def _for_keras_reduction(logs):
+    """`logs`, as Keras can average them over the workers of a strategy.
+
+    Under `MultiWorkerMirroredStrategy` with several workers Keras'
+    TensorFlow trainer averages each replica's logs along their axis 0
+    (`reduce_per_replica`), which a scalar does not have
+    (keras-team/keras#20585); there every log becomes a `(1,)` tensor, which
+    that average turns back into the scalar.  Elsewhere the logs are
+    unchanged.
+    """
+    strategy = tf.distribute.get_strategy()
+    in_multi_worker_mode = getattr(strategy.extended, "_in_multi_worker_mode", None)
+    if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and in_multi_worker_mode is not None and in_multi_worker_mode()):
+        return logs
+    return {name: tf.reshape(value, [1]) for name, value in logs.items()}

@@ -329,3 +329,106 @@ def test_row_ids_select_the_rows_of_the_carried_state():
         np.testing.assert_array_equal(variable.numpy()[[0, 2]], before[[0, 2]])
     with pytest.raises(ValueError, match="row_ids"):
         trainer((second, rows, rows))
+
+
+# ---------------------------------------------------------------------------
+# MultiWorkerMirroredStrategy: two worker processes on this machine.
+# ---------------------------------------------------------------------------
+_WORKER_SCRIPT = r"""
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+
+multi_worker = "TF_CONFIG" in os.environ
+strategy = (tf.distribute.MultiWorkerMirroredStrategy() if multi_worker
+            else tf.distribute.get_strategy())
+import keras
+import hmkeras
+from hmkeras.models.char_language_model import CharLanguageModel
+
+weights_path = sys.argv[1]
+stream = np.random.default_rng(0).integers(0, 11, 4 * 6 * 4 + 1)
+batches = hmkeras.data.TruncatedBPTTBatches(stream, 4, 6)
+with strategy.scope():
+    lm = CharLanguageModel(vocab_size=11, cell="hmlstm", units=8, num_layers=2,
+                           embedding_dim=4, output_units=8, seed=0)
+    if multi_worker:
+        lm.network.load_weights(weights_path)
+    else:
+        lm.network.save_weights(weights_path)
+    trainer = hmkeras.TruncatedBPTTModel(lm, 4)
+    trainer.compile(keras.optimizers.Adam(0.01), loss=trainer.loss_function())
+    rows = []
+
+    class BatchLogs(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            rows.append({k: float(v) for k, v in logs.items()
+                         if k == "batch_bpc" or k.startswith("z_rate")})
+
+    trainer.fit(batches.dataset(row_ids=True), epochs=1, callbacks=[BatchLogs()],
+                verbose=0, shuffle=False)
+    valid = trainer.evaluate(batches.dataset(row_ids=True).take(1), verbose=0,
+                             return_dict=True)
+print("REPORT " + json.dumps({
+    "replicas": strategy.num_replicas_in_sync, "rows": rows, "valid": valid,
+    "weights": [w.numpy().tolist() for w in lm.network.trainable_weights],
+    "state": [v.numpy().tolist() for v in trainer.carried_state]}), flush=True)
+"""
+
+
+def _free_ports(count):
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _report(output):
+    lines = [line for line in output.splitlines() if line.startswith("REPORT ")]
+    assert lines, output[-3000:]
+    return json.loads(lines[-1][len("REPORT "):])
+
+
+def test_carried_state_over_two_workers_equals_one_device(tmp_path):
+    """Two `MultiWorkerMirroredStrategy` workers (one replica each) train
+    the carried-state model of one device to the same losses, weights and
+    carried state (Keras' own `fit` fails there, keras-team/keras#20585;
+    `TruncatedBPTTModel` works around it)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    weights = str(tmp_path / "initial.weights.h5")
+    single = subprocess.run([sys.executable, "-c", _WORKER_SCRIPT, weights],
+                            capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert single.returncode == 0, single.stderr[-3000:]
+    single = _report(single.stdout)
+    workers = [f"localhost:{port}" for port in _free_ports(2)]
+    processes = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        processes.append(subprocess.Popen(
+            [sys.executable, "-c", _WORKER_SCRIPT, weights], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            env=dict(env, TF_CONFIG=json.dumps(config))))
+    outputs = []
+    try:
+        for process in processes:
+            stdout, stderr = process.communicate(timeout=600)
+            assert process.returncode == 0, stderr[-3000:]
+            outputs.append(_report(stdout))
+    finally:
+        for process in processes:
+            process.kill()
+    for report in outputs:
+        assert single["replicas"] == 1 and report["replicas"] == 2
+        assert len(report["rows"]) == len(single["rows"]) == 4
+        for a, b in zip(single["rows"], report["rows"]):
+            for key in a:  # batch_bpc, z_rate_1: whole-batch means
+                assert b[key] == pytest.approx(a[key], rel=1e-5, abs=1e-6), key
+        assert report["valid"]["loss"] == pytest.approx(single["valid"]["loss"], rel=1e-5)
+        for a, b in zip(single["weights"] + single["state"],
+                        report["weights"] + report["state"]):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
