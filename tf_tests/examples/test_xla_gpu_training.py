@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from example_modules import ROOT
+from worker_cluster import run_workers
 
 SCRIPT = os.path.join(ROOT, "examples", "xla_gpu_training.py")
 
@@ -62,6 +63,24 @@ def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     assert results["timed_steps"] == 32 and results["chars_per_second"] > 0
     assert 0 < results["final_bpc"] < 8 and 0 < results["valid_bpc"] < 8
     assert results["weight_dtypes"] == ["float32"]
+
+
+def test_two_workers_end_to_end(tmp_path):
+    """`--strategy=multi_worker` with two worker processes on this machine
+    (each writes its own --output_dir; the chief's results are the run's)."""
+    done = run_workers(lambda index: [
+        sys.executable, SCRIPT, "--preset=quick", "--tiny", "--max_steps=3",
+        "--strategy=multi_worker", "--nojit_compile", "--verbose=0",
+        f"--output_dir={tmp_path / f'worker{index}'}"], cwd=ROOT)
+    for worker in done:
+        assert worker.returncode == 0, worker.stderr[-3000:]
+    chief, other = (_results(str(tmp_path / f"worker{i}")) for i in range(2))
+    assert chief["strategy"] == "multi_worker" and chief["replicas"] == 2
+    assert chief["steps"] == 3 and chief["carry_state"] is True
+    assert 0 < chief["final_bpc"] < 8 and 0 < chief["valid_bpc"] < 8
+    # The logged figures are the means over both workers' replicas.
+    for key in ("final_bpc", "valid_bpc", "last_epoch_mean_loss", "steps"):
+        assert other[key] == chief[key], key
 
 
 @pytest.mark.parametrize(

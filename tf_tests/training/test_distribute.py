@@ -28,6 +28,7 @@ import sys
 import numpy as np
 import pytest
 from example_modules import ROOT
+from worker_cluster import run_workers
 
 _SCRIPT = r"""
 import json, os, sys
@@ -179,9 +180,8 @@ def report(tmp_path_factory):
     result = subprocess.run(
         [sys.executable, "-c", _SCRIPT, str(tmp_path_factory.mktemp("weights"))],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=1800)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("REPORT ")]
-    assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("REPORT "):])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return _report(result.stdout)
 
 
 @pytest.mark.parametrize("cell", ["hmlstm", "mlstm"])
@@ -376,18 +376,6 @@ print("REPORT " + json.dumps({
 """
 
 
-def _free_ports(count):
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def _report(output):
     lines = [line for line in output.splitlines() if line.startswith("REPORT ")]
     assert lines, output[-3000:]
@@ -405,23 +393,12 @@ def test_carried_state_over_two_workers_equals_one_device(tmp_path):
                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert single.returncode == 0, single.stderr[-3000:]
     single = _report(single.stdout)
-    workers = [f"localhost:{port}" for port in _free_ports(2)]
-    processes = []
-    for index in range(2):
-        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        processes.append(subprocess.Popen(
-            [sys.executable, "-c", _WORKER_SCRIPT, weights], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            env=dict(env, TF_CONFIG=json.dumps(config))))
+    done = run_workers(lambda index: [sys.executable, "-c", _WORKER_SCRIPT, weights],
+                       cwd=ROOT, timeout=600)
     outputs = []
-    try:
-        for process in processes:
-            stdout, stderr = process.communicate(timeout=600)
-            assert process.returncode == 0, stderr[-3000:]
-            outputs.append(_report(stdout))
-    finally:
-        for process in processes:
-            process.kill()
+    for worker in done:
+        assert worker.returncode == 0, worker.stderr[-3000:]
+        outputs.append(_report(worker.stdout))
     for report in outputs:
         assert single["replicas"] == 1 and report["replicas"] == 2
         assert len(report["rows"]) == len(single["rows"]) == 4
