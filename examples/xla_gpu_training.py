@@ -381,9 +381,30 @@ def _run(s):
     return results
 
 
+def _check_carry_state(s):
+    """Refuses to resume a run in --output_dir under the other --carry_state:
+    the carried state is part of the trainer's checkpointed variables."""
+    path = os.path.join(s["output_dir"], "settings.json")
+    if s.get("overwrite") or not os.path.isfile(path):
+        return
+    with open(path) as f:
+        # Runs written before the flag existed trained independent windows.
+        before = json.load(f).get("carry_state", False)
+    if before != s["carry_state"]:
+        old_flag, new_flag = (("--carry_state", "--nocarry_state") if before
+                              else ("--nocarry_state", "--carry_state"))
+        raise FlagError(
+            f"--output_dir={s['output_dir']!r} holds a run trained with {old_flag} "
+            f"(its checkpoints {'hold' if before else 'lack'} the carried state), "
+            f"which {new_flag} cannot resume: resume it with {old_flag}, or use a "
+            "new --output_dir (or --overwrite).")
+
+
 def run(s):
     """Checks --output_dir against the flags (a changed model is refused,
-    `ptb_char.prepare_output_dir`), then trains; returns the results dict."""
+    `ptb_char.prepare_output_dir`; so is a changed --carry_state), then
+    trains; returns the results dict."""
+    _check_carry_state(s)
     ptb_char.prepare_output_dir(s)
     with ptb_char.removing_new_empty_dirs([s["output_dir"]]):
         return _run(s)

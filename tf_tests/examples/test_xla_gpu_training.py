@@ -64,6 +64,11 @@ def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     assert 0 < results["final_bpc"] < 8 and 0 < results["valid_bpc"] < 8
     assert results["weight_dtypes"] == ["float32"]
 
+    # Its checkpoints hold the carried state: resuming without it is refused.
+    third = _run(*common, "--nocarry_state", timeout=120)
+    assert third.returncode != 0 and "Traceback" not in third.stderr
+    assert "--nocarry_state" in third.stderr and "--carry_state" in third.stderr
+
 
 def test_two_workers_end_to_end(tmp_path):
     """`--strategy=multi_worker` with two worker processes on this machine
