@@ -63,14 +63,20 @@ def load_example(name):
     return module
 
 
+def example_settings(name, *args):
+    """The settings of `examples/<name>.py` for the flags `args`, parsed and
+    resolved as its command line would (the module's `resolve_settings`)."""
+    module = load_example(name)
+    module.FLAGS.unparse_flags()
+    module.FLAGS([name, *args])
+    return module.resolve_settings(module.FLAGS)
+
+
 def run_ptb_char(*args):
     """Runs `examples/ptb_char.py` in this process with the flags `args`
     (e.g. `"--preset=quick", "--tiny"`), as its command line would, and
     returns what its `run` returns."""
     ptb_char = load_example("ptb_char")
-    flags = ptb_char.FLAGS
-    flags.unparse_flags()
-    flags(["ptb_char", *args])
-    settings = ptb_char.resolve_settings(flags)
-    settings["preset"] = flags.preset
+    settings = example_settings("ptb_char", *args)
+    settings["preset"] = ptb_char.FLAGS.preset
     return ptb_char.run(settings)

@@ -7,22 +7,17 @@ import sys
 
 from absl import flags
 import pytest
-from example_modules import ROOT, load_example, run_ptb_char
-
-
+from example_modules import ROOT, example_settings, load_example, run_ptb_char
 
 ptb_char = load_example("ptb_char")
 FLAGS = ptb_char.FLAGS
 
 
 def _settings(*args):
-    FLAGS.unparse_flags()
-    FLAGS(["ptb_char", *args])
-    return ptb_char.resolve_settings(FLAGS)
+    return example_settings("ptb_char", *args)
 
 
-def _run(*args):
-    return run_ptb_char(*args)
+_run = run_ptb_char
 
 
 def _steps(output_dir):

@@ -8,16 +8,13 @@ import sys
 
 import numpy as np
 import pytest
-from example_modules import ROOT, load_example
+from example_modules import ROOT, example_settings, load_example
 
 iam_ondb = load_example("iam_ondb")
-FLAGS = iam_ondb.FLAGS
 
 
 def _settings(*args):
-    FLAGS.unparse_flags()
-    FLAGS(["iam_ondb", *args])
-    return iam_ondb.resolve_settings(FLAGS)
+    return example_settings("iam_ondb", *args)
 
 
 def _is_png(path):

@@ -6,16 +6,13 @@ import subprocess
 import sys
 
 import pytest
-from example_modules import ROOT, load_example
+from example_modules import ROOT, example_settings, load_example
 
 mee_example = load_example("mee")
-FLAGS = mee_example.FLAGS
 
 
 def _settings(*args):
-    FLAGS.unparse_flags()
-    FLAGS(["mee", *args])
-    return mee_example.resolve_settings(FLAGS)
+    return example_settings("mee", *args)
 
 
 def test_tiny_reinforce_run_end_to_end(tmp_path, capsys):

@@ -19,7 +19,7 @@ import pytest
 
 from hmkeras.analysis import bits
 from hmkeras.data import wikitext2_raw
-from example_modules import ROOT, load_example
+from example_modules import ROOT, load_example, run_ptb_char
 from hmkeras.analysis.evaluation import EvaluationResult
 
 SCRIPT = os.path.join(ROOT, "examples", "compare_surprisal.py")
@@ -29,13 +29,9 @@ ptb_char = load_example("ptb_char")
 
 
 def _tiny_run(output_dir, cell):
-    ptb_char.FLAGS.unparse_flags()
-    ptb_char.FLAGS(["ptb_char", "--preset=quick", "--tiny", f"--cell={cell}",
-                    "--synthetic_train_chars=900", f"--output_dir={output_dir}",
-                    "--verbose=0"])
-    settings = ptb_char.resolve_settings(ptb_char.FLAGS)
-    settings["preset"] = ptb_char.FLAGS.preset
-    return ptb_char.run(settings)
+    return run_ptb_char("--preset=quick", "--tiny", f"--cell={cell}",
+                        "--synthetic_train_chars=900", f"--output_dir={output_dir}",
+                        "--verbose=0")
 
 
 @pytest.fixture(scope="module")
@@ -130,13 +126,8 @@ def test_text_file_runs_compare(tmp_path):
     book = tmp_path / "book.txt"
     book.write_text("the cat sat on the mat.\nA dog ran in the fog, then sat.\n" * 40)
     run = str(tmp_path / "lstm")
-    ptb_char.FLAGS.unparse_flags()
-    ptb_char.FLAGS(["ptb_char", "--preset=quick", "--tiny", "--cell=lstm",
-                    "--dataset=text_file", f"--text_file={book}",
-                    f"--output_dir={run}", "--verbose=0"])
-    settings = ptb_char.resolve_settings(ptb_char.FLAGS)
-    settings["preset"] = "quick"
-    ptb_char.run(settings)
+    run_ptb_char("--preset=quick", "--tiny", "--cell=lstm", "--dataset=text_file",
+                 f"--text_file={book}", f"--output_dir={run}", "--verbose=0")
     done = _compare(f"--run_a={run}", f"--run_b={run}", "--fraction=0.2",
                     f"--output={tmp_path / 'r.png'}")
     assert done.returncode == 0, done.stderr[-3000:]
