@@ -395,9 +395,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         subtracting it from every `(batch, C)` product.  (Taking the
         variance from the weights instead, `h G h^T` with the Gram matrix
         `G = M_c M_c^T / C`, costs a `(batch, rows) x (rows, rows)` matmul
-        forward and two backward per product: measured 1.93 times the
-        stacked LSTM's training step against 1.73 for this, side by side
-        on CPU at 3 x 256, batch 64.  Moving the scales onto the inputs and
+        forward and two backward per product: `bench/bench_cells.py
+        --cell=hmlstm` measured 2.16 times the stacked LSTM's training
+        step with it and 1.79 with this, on CPU at 3 x 256, batch 64; the
+        HMRNN 3.32 and 2.08.)  (Moving the scales onto the inputs and
         doing a layer's products as one matmul against the stacked kernels
         measured 3% slower.)  With `sparse_updates`, the Gram matrices are
         built too: a COPYing layer's boundary column (`boundary_only` in

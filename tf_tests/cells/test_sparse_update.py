@@ -232,3 +232,28 @@ def test_step_export_sparse_equals_dense(tmp_path):
     np.testing.assert_array_equal(skipped, expected_copies(np.array(boundaries)[None]))
     np.testing.assert_array_equal(executed + skipped, [len(tokens)] * 3)
     assert not hasattr(loaded[0], "update_counts")
+
+
+@pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
+def test_copy_boundary_column_equals_dense_column(layer_class):
+    """A skipped layer's boundary pre-activation (its one column, the
+    layer-normalized products' variances from the Gram matrices) equals the
+    last column of the full products of a dense step."""
+    _, sparse = make_pair(layer_class, batch=4, layer_norm=True)
+    cell = sparse.cell
+    rng = np.random.default_rng(5)
+    below, recurrent, above = (
+        tf.constant(rng.normal(size=(4, size)).astype("float32"))
+        for size in (UNITS[0], UNITS[1], UNITS[2])
+    )
+    constants = cell.build_sequence_constants(below)
+    assert "normalized_grams" in constants  # built for sparse updates only
+    coefficients = cell._copy_coefficients
+    column = cell._mixed_products(1, below, recurrent, above, coefficients, constants,
+                                  boundary_only=True)
+    full = cell._mixed_products(1, below, recurrent, above, coefficients, constants)
+    assert column.shape == (4, 1)
+    np.testing.assert_allclose(column.numpy(), full.numpy()[:, -1:], rtol=1e-5, atol=1e-6)
+    # The dense model builds no Gram matrices.
+    dense_cell = make_pair(layer_class, batch=4, layer_norm=True)[0].cell
+    assert "normalized_grams" not in dense_cell.build_sequence_constants(below)
