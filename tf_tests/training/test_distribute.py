@@ -406,6 +406,11 @@ def test_carried_state_over_two_workers_equals_one_device(tmp_path):
             for key in a:  # batch_bpc, z_rate_1: whole-batch means
                 assert b[key] == pytest.approx(a[key], rel=1e-5, abs=1e-6), key
         assert report["valid"]["loss"] == pytest.approx(single["valid"]["loss"], rel=1e-5)
+        # The weights after 4 Adam steps at 0.01 (each moves a weight by up
+        # to 0.01): the two workers sum their gradients in another order than
+        # one device, and Adam scales an element's update to about the
+        # learning rate however small its gradient, so the rounding of a
+        # near-cancelling gradient shows as up to a few 1e-5 (3e-5 measured).
         for a, b in zip(single["weights"] + single["state"],
                         report["weights"] + report["state"]):
-            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-4)
