@@ -484,13 +484,11 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
         See `build_sequence_constants`; `factor` is `(batch, 1)` or `None`.
         """
-        statistics = self._statistics_dtype
         y = tf.matmul(x, kernel)  # centred: its mean over the columns is 0
-        variance = tf.reduce_mean(tf.square(tf.cast(y, statistics)), axis=-1, keepdims=True)
-        scale = tf.math.rsqrt(variance + _LAYER_NORM_EPSILON)
-        if factor is not None:
-            scale = scale * tf.cast(factor, statistics)
-        return y * tf.cast(scale, self.compute_dtype) * gain
+        variance = tf.reduce_mean(
+            tf.square(tf.cast(y, self._statistics_dtype)), axis=-1, keepdims=True
+        )
+        return y * self._normalizing_scale(variance, factor) * gain
 
     def _normalized_boundary_column(self, x, factor, gram, kernel, gain):
         """The last column of `_normalized_product`, its variance from `G`.
@@ -499,13 +497,22 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         `sparse_updates` (see `build_sequence_constants`): the variance of
         the whole product, `x G x^T`, without computing the product.
         """
-        statistics = self._statistics_dtype
-        x_stat = tf.cast(x, statistics)
+        x_stat = tf.cast(x, self._statistics_dtype)
         variance = tf.reduce_sum(tf.matmul(x_stat, gram) * x_stat, axis=-1, keepdims=True)
-        scale = tf.math.rsqrt(tf.maximum(variance, 0.0) + _LAYER_NORM_EPSILON)
+        scale = self._normalizing_scale(tf.maximum(variance, 0.0), factor)
+        return tf.matmul(x, kernel[:, -1:]) * scale * gain[-1:]
+
+    def _normalizing_scale(self, variance, factor):
+        """`factor / sqrt(variance + eps)` per row, in the compute dtype.
+
+        `variance` is `(batch, 1)` in the statistics dtype; `factor` is
+        `(batch, 1)` or `None`.
+        """
+        statistics = self._statistics_dtype
+        scale = tf.math.rsqrt(variance + _LAYER_NORM_EPSILON)
         if factor is not None:
             scale = scale * tf.cast(factor, statistics)
-        return tf.matmul(x, kernel[:, -1:]) * tf.cast(scale, self.compute_dtype) * gain[-1:]
+        return tf.cast(scale, self.compute_dtype)
 
     def _mixed_products(self, index, below, recurrent, above, coefficients, constants,
                         boundary_only=False):

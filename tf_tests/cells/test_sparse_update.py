@@ -239,7 +239,7 @@ def test_copy_boundary_column_equals_dense_column(layer_class):
     """A skipped layer's boundary pre-activation (its one column, the
     layer-normalized products' variances from the Gram matrices) equals the
     last column of the full products of a dense step."""
-    _, sparse = make_pair(layer_class, batch=4, layer_norm=True)
+    dense, sparse = make_pair(layer_class, batch=4, layer_norm=True)
     cell = sparse.cell
     rng = np.random.default_rng(5)
     below, recurrent, above = (
@@ -255,5 +255,4 @@ def test_copy_boundary_column_equals_dense_column(layer_class):
     assert column.shape == (4, 1)
     np.testing.assert_allclose(column.numpy(), full.numpy()[:, -1:], rtol=1e-5, atol=1e-6)
     # The dense model builds no Gram matrices.
-    dense_cell = make_pair(layer_class, batch=4, layer_norm=True)[0].cell
-    assert "normalized_grams" not in dense_cell.build_sequence_constants(below)
+    assert "normalized_grams" not in dense.cell.build_sequence_constants(below)
