@@ -55,6 +55,8 @@ from hmkeras.cells import argument_checks
 from hmkeras.cells import sparse_update
 from hmkeras.cells import straight_through
 from hmkeras.cells.independent_initializers import independent_draw
+from hmkeras.cells.sequence_kernel import product as kernel_product
+from hmkeras.cells.sequence_kernel import sequence_kernel
 from hmkeras.cells.sequence_layer import apply_to_steps
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 
@@ -376,7 +378,12 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     def build_sequence_constants(self, step_input):
         """Tensors prepared once per sequence (see `variational_dropout`).
 
-        Without layer normalization: the stacked kernels `[U_l; V_l]`.  The
+        Every kernel a step multiplies is a `SequenceKernel` (the kernel
+        and its transpose, made once here, which the backward pass's input
+        gradients read: `sequence_kernel`).
+
+        Without layer normalization: each layer's kernels
+        (`_plain_kernels`), with the stacked `[U_l; V_l]`.  The
         recurrent and top-down products only read the previous step, so as
         one matmul of `[a h^l_{t-1}, b h^{l+1}_{t-1}]` against the stacked
         kernel they start when the step starts, independently of the
@@ -408,19 +415,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         so that their gated sum is one small matmul.
         """
         del step_input
-        constants = {}
-        if not self.layer_norm and not self._stack_recurrent_products:
-            return constants
         if not self.layer_norm:
-            stacked = []
-            for params in self._layer_params:
-                blocks = [params["recurrent_kernel"]]
-                if "top_down_kernel" in params:
-                    blocks.append(params["top_down_kernel"])
-                blocks = [tf.cast(tf.convert_to_tensor(b), self.compute_dtype) for b in blocks]
-                stacked.append(tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0])
-            constants["recurrent_top_down_kernels"] = stacked
-            return constants
+            return {"kernels": [self._plain_kernels(params) for params in self._layer_params]}
         statistics = self._statistics_dtype
         kernels, gains, grams, betas = [], [], [], []
         for params in self._layer_params:
@@ -436,19 +432,44 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                     layer_grams.append(
                         tf.matmul(centred, centred, transpose_b=True) / columns
                     )
-                layer_kernels.append(tf.cast(centred, self.compute_dtype))
+                layer_kernels.append(sequence_kernel(tf.cast(centred, self.compute_dtype)))
                 layer_gains.append(tf.cast(gain, self.compute_dtype))
                 layer_betas.append(tf.cast(beta, self.compute_dtype))
             kernels.append(layer_kernels)
             gains.append(layer_gains)
             grams.append(layer_grams)
             betas.append(tf.stack(layer_betas))
-        constants["normalized_kernels"] = kernels
-        constants["normalized_gains"] = gains
+        constants = {
+            "normalized_kernels": kernels,
+            "normalized_gains": gains,
+            "normalized_betas": betas,
+        }
         if self.sparse_updates:
             constants["normalized_grams"] = grams
-        constants["normalized_betas"] = betas
         return constants
+
+    def _plain_kernels(self, params):
+        """A layer's kernels without layer normalization, as `SequenceKernel`s.
+
+        `"kernel"`, `"recurrent_kernel"` and `"top_down_kernel"` (when the
+        layer has one); in cells that stack the recurrent and top-down
+        products (`_stack_recurrent_products`), also
+        `"recurrent_top_down_kernel"`, the stacked `[U_l; V_l]`.
+        """
+        matrices = {
+            name: tf.cast(tf.convert_to_tensor(params[name]), self.compute_dtype)
+            for name in ("kernel", "recurrent_kernel", "top_down_kernel")
+            if name in params
+        }
+        kernels = {name: sequence_kernel(m) for name, m in matrices.items()}
+        if self._stack_recurrent_products:
+            blocks = [matrices["recurrent_kernel"]]
+            if "top_down_kernel" in matrices:
+                blocks.append(matrices["top_down_kernel"])
+            kernels["recurrent_top_down_kernel"] = sequence_kernel(
+                tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+            )
+        return kernels
 
     @property
     def _statistics_dtype(self):
@@ -472,8 +493,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             inputs: `(rows, input_size)`, the (dropped-out) inputs.
             constants: the cell's per-sequence constants.
         """
-        if not self.layer_norm:
-            return tf.matmul(inputs, self._layer_params[0]["kernel"])  # Chung Eq. (7)
+        if not self.layer_norm:  # Chung Eq. (7)
+            return kernel_product(inputs, constants["kernels"][0]["kernel"])
         return self._normalized_product(
             inputs, None, constants["normalized_kernels"][0][0],
             constants["normalized_gains"][0][0],
@@ -484,7 +505,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
         See `build_sequence_constants`; `factor` is `(batch, 1)` or `None`.
         """
-        y = tf.matmul(x, kernel)  # centred: its mean over the columns is 0
+        y = kernel_product(x, kernel)  # centred: its mean over the columns is 0
         variance = tf.reduce_mean(
             tf.square(tf.cast(y, self._statistics_dtype)), axis=-1, keepdims=True
         )
@@ -500,7 +521,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         x_stat = tf.cast(x, self._statistics_dtype)
         variance = tf.reduce_sum(tf.matmul(x_stat, gram) * x_stat, axis=-1, keepdims=True)
         scale = self._normalizing_scale(tf.maximum(variance, 0.0), factor)
-        return tf.matmul(x, kernel[:, -1:]) * scale * gain[-1:]
+        return tf.matmul(x, kernel.kernel[:, -1:]) * scale * gain[-1:]
 
     def _normalizing_scale(self, variance, factor):
         """`factor / sqrt(variance + eps)` per row, in the compute dtype.
@@ -548,13 +569,20 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         params = self._layer_params[index]
         has_top_down = "top_down_kernel" in params
         a, b, c = coefficients
-        # The columns used: all, or the boundary column alone (no slicing
-        # op on the dense path).
-        pick = (lambda m: m[:, -1:]) if boundary_only else (lambda m: m)
         projected = constants.get(PROJECTED_INPUT) if index == 0 else None
-        if projected is not None:
-            projected = pick(projected)
-        if not self.layer_norm and "recurrent_top_down_kernels" in constants:
+        if projected is not None and boundary_only:
+            projected = projected[:, -1:]
+        if not self.layer_norm:
+            kernels = constants["kernels"][index]
+
+            def multiply(x, name):
+                # The boundary column alone, or the whole product (whose
+                # input gradient reads the kernel's transpose).
+                if boundary_only:
+                    return tf.matmul(x, kernels[name].kernel[:, -1:])
+                return kernel_product(x, kernels[name])
+
+        if not self.layer_norm and self._stack_recurrent_products:
             if b is not None:
                 recurrent = b * recurrent
             past = recurrent
@@ -565,10 +593,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             elif projected is None:
                 if a is not None:
                     below = a * below
-                projected = tf.matmul(below, pick(params["kernel"]))  # Chung Eq. (7)
-            return projected + tf.matmul(  # Eq. (5)-(6)
-                past, pick(constants["recurrent_top_down_kernels"][index])
-            )
+                projected = multiply(below, "kernel")  # Chung Eq. (7)
+            return projected + multiply(past, "recurrent_top_down_kernel")  # Eq. (5)-(6)
         if not self.layer_norm:  # three products, the factors scale their outputs
             total = projected
             products = [(recurrent, "recurrent_kernel", b)]
@@ -579,7 +605,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             for x, name, factor in products:
                 if _is_zero(factor):
                     continue
-                term = tf.matmul(x, pick(params[name]))  # Chung Eq. (7), (5), (6)
+                term = multiply(x, name)  # Chung Eq. (7), (5), (6)
                 if factor is not None:
                     term = factor * term
                 total = term if total is None else total + term
@@ -607,7 +633,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 term = self._normalized_product(x, factor, kernel, gain)
             total = term if total is None else total + term
         # The gated sum of the products' biases: one (batch, P) x (P, C) matmul.
-        betas = pick(constants["normalized_betas"][index])
+        betas = constants["normalized_betas"][index]
+        if boundary_only:
+            betas = betas[:, -1:]
         if all(f is None for f in factors):
             return total + tf.reduce_sum(betas, axis=0)
         if any(_is_zero(f) for f in factors):  # COPY: Python factors

@@ -11,6 +11,8 @@ import tensorflow as tf
 from hmkeras.cells import argument_checks
 from hmkeras.cells import weight_normalization
 from hmkeras.cells.independent_initializers import independent_draw
+from hmkeras.cells.sequence_kernel import product as kernel_product
+from hmkeras.cells.sequence_kernel import sequence_kernel
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 
 # Gate blocks of `multiplicative_kernel` / the gate columns of `kernel` and of
@@ -357,7 +359,12 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
             setattr(self, f"{name}_g", gain)
 
     def build_sequence_constants(self, step_input):
-        """The effective weights, in the compute dtype, once per sequence."""
+        """The effective weights, in the compute dtype, once per sequence.
+
+        The three matrices as `SequenceKernel`s (with their transposes,
+        which the backward pass's input gradients read), the bias as a
+        tensor.
+        """
         del step_input
         constants = {}
         for name in ("kernel", "recurrent_kernel", "multiplicative_kernel"):
@@ -368,7 +375,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
                     ops.cast(matrix, self.variable_dtype),
                     ops.cast(getattr(self, f"{name}_g"), self.variable_dtype),
                 )
-            constants[name] = ops.cast(matrix, self.compute_dtype)
+            constants[name] = sequence_kernel(ops.cast(matrix, self.compute_dtype))
         if self.use_bias:
             constants["bias"] = ops.cast(self.bias, self.compute_dtype)
         return constants
@@ -412,12 +419,12 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         units, m_units = self.units, self.multiplicative_units
         # Every projection of x_t in one matmul: [W_mx x | W_ix x, W_fx x,
         # W_ox x, W_hx x]; splits (not slices): their gradient is one concat.
-        projected = ops.matmul(inputs, weights["kernel"])
+        projected = kernel_product(inputs, weights["kernel"])
         x_m, x_gates = tf.split(projected, [m_units, 4 * units], axis=-1)
         # Eq. (17): m_t = (W_mx x_t) * (W_mh h_{t-1}).
-        m = x_m * ops.matmul(h_tm1, weights["recurrent_kernel"])
+        m = x_m * kernel_product(h_tm1, weights["recurrent_kernel"])
         # Eq. (18)-(21), pre-activations: W_*x x_t + W_*m m_t (+ b).
-        z = x_gates + ops.matmul(m, weights["multiplicative_kernel"])
+        z = x_gates + kernel_product(m, weights["multiplicative_kernel"])
         if self.use_bias:
             z = z + weights["bias"]
         z_gates, z_candidate = tf.split(z, [3 * units, units], axis=-1)
