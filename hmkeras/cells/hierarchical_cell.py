@@ -404,7 +404,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         `G = M_c M_c^T / C`, costs a `(batch, rows) x (rows, rows)` matmul
         forward and two backward per product: `bench/bench_cells.py
         --cell=hmlstm` measured 2.16 times the stacked LSTM's training
-        step with it and 1.79 with this, on CPU at 3 x 256, batch 64; the
+        step with it and 1.79 with this (both before the transposed kernels
+        of `sequence_kernel`), on CPU at 3 x 256, batch 64; the
         HMRNN 3.32 and 2.08.)  (Moving the scales onto the inputs and
         doing a layer's products as one matmul against the stacked kernels
         measured 3% slower.)  With `sparse_updates`, the Gram matrices are
