@@ -573,15 +573,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         projected = constants.get(PROJECTED_INPUT) if index == 0 else None
         if projected is not None and boundary_only:
             projected = projected[:, -1:]
-        if not self.layer_norm:
-            kernels = constants["kernels"][index]
+        kernels = None if self.layer_norm else constants["kernels"][index]
 
-            def multiply(x, name):
-                # The boundary column alone, or the whole product (whose
-                # input gradient reads the kernel's transpose).
-                if boundary_only:
-                    return tf.matmul(x, kernels[name].kernel[:, -1:])
-                return kernel_product(x, kernels[name])
+        def multiply(x, name):  # without layer normalization
+            return self._plain_product(x, kernels[name], boundary_only)
 
         if not self.layer_norm and self._stack_recurrent_products:
             if b is not None:
@@ -646,6 +641,17 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         ones = tf.ones_like(next(f for f in factors if f is not None))
         weights = tf.concat([ones if f is None else f for f in factors], axis=-1)
         return total + tf.matmul(tf.cast(weights, self.compute_dtype), betas)
+
+    def _plain_product(self, x, kernel, boundary_only):
+        """`x M` for a `SequenceKernel` `M`, without layer normalization.
+
+        The whole product, whose input gradient reads the kernel's
+        transpose (`sequence_kernel.product`), or with `boundary_only` its
+        last column alone (an inference path: a plain matmul).
+        """
+        if boundary_only:
+            return tf.matmul(x, kernel.kernel[:, -1:])
+        return kernel_product(x, kernel)
 
     def _normalize(self, x, gain_and_bias):
         """Layer normalization of `x` over its last axis (Ba et al. Eq. 20-22)."""
