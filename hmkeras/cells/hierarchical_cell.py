@@ -452,25 +452,25 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     def _plain_kernels(self, params):
         """A layer's kernels without layer normalization, as `SequenceKernel`s.
 
-        `"kernel"`, `"recurrent_kernel"` and `"top_down_kernel"` (when the
-        layer has one); in cells that stack the recurrent and top-down
-        products (`_stack_recurrent_products`), also
-        `"recurrent_top_down_kernel"`, the stacked `[U_l; V_l]`.
+        `"kernel"`, and `"recurrent_kernel"` and `"top_down_kernel"` (when
+        the layer has one); in cells that stack the recurrent and top-down
+        products (`_stack_recurrent_products`), the two are replaced by
+        `"recurrent_top_down_kernel"`, the stacked `[U_l; V_l]`, the only
+        one of them a step multiplies.
         """
         matrices = {
             name: tf.cast(tf.convert_to_tensor(params[name]), self.compute_dtype)
             for name in ("kernel", "recurrent_kernel", "top_down_kernel")
             if name in params
         }
-        kernels = {name: sequence_kernel(m) for name, m in matrices.items()}
         if self._stack_recurrent_products:
-            blocks = [matrices["recurrent_kernel"]]
+            blocks = [matrices.pop("recurrent_kernel")]
             if "top_down_kernel" in matrices:
-                blocks.append(matrices["top_down_kernel"])
-            kernels["recurrent_top_down_kernel"] = sequence_kernel(
+                blocks.append(matrices.pop("top_down_kernel"))
+            matrices["recurrent_top_down_kernel"] = (
                 tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0]
             )
-        return kernels
+        return {name: sequence_kernel(m) for name, m in matrices.items()}
 
     @property
     def _statistics_dtype(self):
