@@ -3,13 +3,13 @@ r"""Do the default cells learn, and do their boundaries mean something?
 Trains, side by side on the same batches and for the same number of steps,
 character language models that differ only in their recurrent layer:
 
-* `hmlstm`: `keras.layers.RNN(hmkeras.HMLSTMCell(units))`, the defaults
-  (3 layers, layer normalization);
-* `hmlstm_rate`: the same cell with a `hmkeras.BoundaryRateRegularizer`
-  (targets `--rate_targets`, weight `--rate_weight`) on the RNN output;
-* `hmlstm_noln`: the defaults but `layer_norm=False`;
-* `hmlstm_bias`: the defaults with `boundary_bias=--boundary_bias`;
-* `hmlstm_slope`: the defaults with the slope annealed per step,
+* `hmlstm`: `hmkeras.HMLSTM(units)`, the defaults (3 layers, layer
+  normalization, the binomial boundary prior with `--segment_lengths`);
+* `hmlstm_rate`: the same layer with `boundary_prior="rate"`;
+* `hmlstm_papers`: the papers' model, `boundary_prior=None`;
+* `hmlstm_noln`: the papers' model with `layer_norm=False`;
+* `hmlstm_bias`: the papers' model with `boundary_bias=--boundary_bias`;
+* `hmlstm_slope`: the papers' model with the slope annealed per step,
   `SlopeAnnealing(lambda step: min(5, 1 + --slope_per_step * step), unit="step")`;
 * `lstm`: `keras.layers.RNN(keras.layers.StackedRNNCells([LSTMCell(units)] * 3))`.
 
@@ -43,7 +43,7 @@ from absl import flags  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-MODELS = ("hmlstm", "hmlstm_rate", "hmlstm_noln", "hmlstm_bias", "hmlstm_slope", "lstm")
+MODELS = ("hmlstm", "hmlstm_rate", "hmlstm_papers", "hmlstm_noln", "hmlstm_bias", "hmlstm_slope", "lstm")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("corpus", "synthetic", ["synthetic", "text_file"], "Training text.")
@@ -56,8 +56,8 @@ flags.DEFINE_integer("batch_size", 32, "Windows per batch.", lower_bound=1)
 flags.DEFINE_integer("seq_len", 100, "Characters per window.", lower_bound=2)
 flags.DEFINE_integer("eval_len", 500, "Characters per evaluation window.", lower_bound=2)
 flags.DEFINE_integer("eval_chars", 20_000, "Held-out characters evaluated.", lower_bound=2)
-flags.DEFINE_list("rate_targets", ["0.2", "0.05"], "hmlstm_rate: target rates of z^1, z^2.")
-flags.DEFINE_float("rate_weight", 5.0, "hmlstm_rate: weight of the rate penalty.", lower_bound=0)
+flags.DEFINE_list("segment_lengths", ["5", "15"], "hmlstm, hmlstm_rate: the prior's "
+                  "expected segment lengths of z^1, z^2.")
 flags.DEFINE_float("boundary_bias", -1.0, "hmlstm_bias: initial detector bias.")
 flags.DEFINE_float("slope_per_step", 0.0133, "hmlstm_slope: slope increase per step.",
                    lower_bound=0)
@@ -76,9 +76,9 @@ flags.register_validator("models", lambda v: bool(v) and set(v) <= set(MODELS),
 flags.register_validator("seeds", lambda v: bool(v) and _numbers(v, int, lambda s: s >= 0),
                          message="must be integers >= 0, comma-separated, e.g. 0,1,2")
 flags.register_validator(
-    "rate_targets", lambda v: len(v) == 2 and _numbers(v, float, lambda r: 0 <= r <= 1),
-    message="must be two numbers in [0, 1] (z^1, z^2), e.g. 0.2,0.05")
-for _name in ("rate_weight", "boundary_bias", "slope_per_step"):
+    "segment_lengths", lambda v: len(v) == 2 and _numbers(v, float, lambda r: r > 1),
+    message="must be two numbers > 1 (z^1, z^2), e.g. 5,15")
+for _name in ("boundary_bias", "slope_per_step"):
     flags.register_validator(_name, math.isfinite, message="must be a finite number")
 flags.register_multi_flags_validator(
     ["corpus", "text_file"],
@@ -133,19 +133,19 @@ def build(name, vocab_size, seed):
 
     keras.utils.set_random_seed(seed)
     units = FLAGS.units
-    regularizer = None
     if name == "lstm":
         cell = keras.layers.StackedRNNCells([keras.layers.LSTMCell(units) for _ in range(3)])
+        rnn = keras.layers.RNN(cell, return_sequences=True)
     else:
-        bias = FLAGS.boundary_bias if name == "hmlstm_bias" else 0.0
-        cell = hmkeras.HMLSTMCell(units, layer_norm=name != "hmlstm_noln", boundary_bias=bias)
-        if name == "hmlstm_rate":
-            regularizer = hmkeras.BoundaryRateRegularizer(
-                [float(r) for r in FLAGS.rate_targets], weight=FLAGS.rate_weight)
+        prior = {"hmlstm": "binomial", "hmlstm_rate": "rate"}.get(name)
+        rnn = hmkeras.HMLSTM(
+            units, return_sequences=True, layer_norm=name != "hmlstm_noln",
+            boundary_bias=FLAGS.boundary_bias if name == "hmlstm_bias" else 0.0,
+            boundary_prior=prior,
+            segment_lengths=[float(v) for v in FLAGS.segment_lengths] if prior else None)
+        cell = rnn.cell
     tokens = keras.Input((None,), dtype="int32")
-    outputs = keras.layers.RNN(cell, return_sequences=True,
-                               activity_regularizer=regularizer)(
-        keras.layers.Embedding(vocab_size, 32)(tokens))
+    outputs = rnn(keras.layers.Embedding(vocab_size, 32)(tokens))
     logits = keras.layers.Dense(vocab_size)(outputs)
     model = keras.Model(tokens, logits)
     model.compile(keras.optimizers.Adam(2e-3, clipnorm=1.0),

@@ -151,9 +151,11 @@ flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
 flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM cells (hmlstm, hmrnn); "
                   "--nolayer_norm for Kadar et al.'s non-LN rows.")
 flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors (extension).")
-flags.DEFINE_list("boundary_rate_targets", None, "Targets of z^1 .. z^{L-1} for the "
-                  "boundary-rate penalty (extension), e.g. 0.2,0.05.")
-flags.DEFINE_float("boundary_rate_weight", 0.0, "Weight of the boundary-rate penalty.")
+flags.DEFINE_enum("boundary_prior", "binomial", ["binomial", "rate", "none"],
+                  "Boundary prior of the HM cells (hmkeras.BoundaryPrior, an extension): "
+                  "binomial, rate, or none for the papers' model.")
+flags.DEFINE_list("segment_lengths", None, "The prior's expected segment length of "
+                  "z^1 .. z^{L-1}, in characters, e.g. 5,15 (default: 5, 3x longer per layer).")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -203,7 +205,6 @@ FLOAT_RANGES = {
     "slope_max": ("> 0", lambda v: v > 0),
     "slope_rate": (">= 0", lambda v: v >= 0),
     "boundary_bias": ("finite", lambda v: True),
-    "boundary_rate_weight": (">= 0", lambda v: v >= 0),
     "dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
     "recurrent_dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
     "l2": (">= 0", lambda v: v >= 0),
@@ -218,16 +219,16 @@ for _name, (_allowed, _check_value) in FLOAT_RANGES.items():
         else "must be a finite number")
 
 
-def _rates_ok(values):
+def _lengths_ok(values):
     try:
-        return values is None or all(0 <= float(v) <= 1 for v in values)
+        return values is None or all(math.isfinite(float(v)) and float(v) > 1 for v in values)
     except ValueError:
         return False
 
 
 flags.register_validator(
-    "boundary_rate_targets", _rates_ok,
-    message="must be numbers in [0, 1], one per boundary layer, e.g. 0.2,0.05")
+    "segment_lengths", _lengths_ok,
+    message="must be numbers > 1, one per boundary layer, e.g. 5,15")
 
 
 def _check_text_file_flags(settings, flag_values):
@@ -253,7 +254,7 @@ def _check_text_file_flags(settings, flag_values):
 
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
-    "boundary_bias", "boundary_rate_targets", "boundary_rate_weight", "stop_on_collapse",
+    "boundary_bias", "boundary_prior", "segment_lengths", "stop_on_collapse",
 )
 
 
@@ -304,12 +305,16 @@ def resolve_settings(flag_values):
             raise FlagError(
                 f"--cell={settings['cell']} is a hierarchy: --num_layers must be at "
                 f"least 2. Received: --num_layers={settings['num_layers']}")
-        targets = settings["boundary_rate_targets"]
-        if targets is not None and len(targets) != settings["num_layers"] - 1:
+        lengths = settings["segment_lengths"]
+        if lengths is not None and len(lengths) != settings["num_layers"] - 1:
             raise FlagError(
-                "--boundary_rate_targets needs one rate per boundary layer "
+                "--segment_lengths needs one length per boundary layer "
                 f"(--num_layers - 1 = {settings['num_layers'] - 1}). Received: "
-                f"--boundary_rate_targets={','.join(targets)}")
+                f"--segment_lengths={','.join(lengths)}")
+        if lengths is not None and settings["boundary_prior"] == "none":
+            raise FlagError(
+                "--segment_lengths needs a boundary prior (--boundary_prior=binomial "
+                f"or rate). Received: --boundary_prior=none --segment_lengths={','.join(lengths)}")
     if settings["output_dir"] is None:
         prefix = flag_values.preset if flag_values.preset != "none" else settings["dataset"]
         settings["output_dir"] = os.path.join("runs", f"{prefix}_{settings['cell']}")
@@ -730,17 +735,14 @@ def plot_excerpt(s, lm, vocab, text, path):
     return path
 
 
-def _rate_targets(values):
-    """--boundary_rate_targets as floats (None when not given)."""
-    if values is None:
-        return None
-    try:
-        return [float(v) for v in values]
-    except ValueError:
-        raise FlagError(
-            "--boundary_rate_targets must be numbers in [0, 1], one per boundary "
-            f"layer, e.g. 0.2,0.05. Received: --boundary_rate_targets={','.join(values)}"
-        ) from None
+def prior_arguments(s):
+    """`boundary_prior` and `segment_lengths` of `CharLanguageModelConfig`
+    from --boundary_prior and --segment_lengths (checked while parsing)."""
+    lengths = s["segment_lengths"]
+    return dict(
+        boundary_prior=None if s["boundary_prior"] == "none" else s["boundary_prior"],
+        segment_lengths=None if lengths is None else [float(v) for v in lengths],
+    )
 
 
 # Flags that define the network (model_config.json), its data or its batches:
@@ -750,7 +752,7 @@ MODEL_FLAGS = (
     "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
-    "boundary_rate_targets", "boundary_rate_weight", "weight_norm", "dropout",
+    "boundary_prior", "segment_lengths", "weight_norm", "dropout",
     "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
@@ -945,8 +947,7 @@ def _run(s, changed):
         boundary_mode=s["boundary_mode"], slope=s["slope"],
         layer_norm=s["layer_norm"], top_down=s["top_down"], copy_last=s["copy_last"],
         boundary_bias=s["boundary_bias"],
-        boundary_rate_targets=_rate_targets(s["boundary_rate_targets"]),
-        boundary_rate_weight=s["boundary_rate_weight"],
+        **prior_arguments(s),
         weight_normalization=s["weight_norm"], dropout=s["dropout"],
         recurrent_dropout=s["recurrent_dropout"],
         multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],

@@ -193,7 +193,7 @@ def model_config(s, vocab_size):
     values = {f.name: s[f.name] for f in dataclasses.fields(CharLanguageModelConfig)
               if f.name in s}
     values.update(vocab_size=vocab_size, weight_normalization=s["weight_norm"],
-                  boundary_rate_targets=ptb_char._rate_targets(s["boundary_rate_targets"]))
+                  **ptb_char.prior_arguments(s))
     return CharLanguageModelConfig(**values)
 
 

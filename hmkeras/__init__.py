@@ -37,6 +37,7 @@ from hmkeras.cells import HierarchicalCell
 from hmkeras.cells import HMLSTM
 from hmkeras.cells import HMLSTMCell
 from hmkeras.cells import HMRNN
+from hmkeras.cells import BoundaryPrior
 from hmkeras.cells import HMRNNCell
 from hmkeras.cells import MLSTMCell
 from hmkeras.cells import MultiplicativeLSTM
@@ -57,7 +58,6 @@ from hmkeras.models import WordLanguageModel
 from hmkeras.models import WordLanguageModelConfig
 from hmkeras.training import BoundaryCollapseWarning
 from hmkeras.training import BoundaryMonitor
-from hmkeras.training import BoundaryRateRegularizer
 from hmkeras.training import export_handwriting_step_model
 from hmkeras.training import export_step_model
 from hmkeras.training import HandwritingTrainer
@@ -74,7 +74,7 @@ __all__ = [
     "AveragingWrapper",
     "BoundaryCollapseWarning",
     "BoundaryMonitor",
-    "BoundaryRateRegularizer",
+    "BoundaryPrior",
     "CharLanguageModel",
     "CharLanguageModelConfig",
     "EvaluationResult",

@@ -428,7 +428,7 @@ def export_signature(case):
 NOT_LAYERS = {
     "BoundaryCollapseWarning": "a warning class",
     "BoundaryMonitor": "a Keras callback",
-    "BoundaryRateRegularizer": "a regularizer object, not a layer",
+    "BoundaryPrior": "a regularizer object, not a layer",
     "CharLanguageModel": "a model builder owning a keras.Model, not a layer",
     "CharLanguageModelConfig": "a dataclass",
     "EvaluationResult": "a dataclass",

@@ -74,7 +74,7 @@ def test_every_public_class_is_covered():
     names = {cls.__name__ for cls in PUBLIC_CLASSES}
     assert {"HMLSTMCell", "HMRNNCell", "MultiplicativeLSTMCell",
             "GatedOutputEmbedding", "SimpleOutputEmbedding", "SlopeAnnealing",
-            "BoundaryMonitor", "BoundaryRateRegularizer", "TruncatedBPTTModel",
+            "BoundaryMonitor", "BoundaryPrior", "TruncatedBPTTModel",
             "TrainingCheckpoint", "CharLanguageModel",
             "CharLanguageModelConfig"} <= names
     assert WARNINGS == [hmkeras.BoundaryCollapseWarning]
@@ -190,8 +190,8 @@ SERIALIZABLE = {
         kernel_regularizer="l2", bias_regularizer="l1",
         activity_regularizer="l2", kernel_constraint="non_neg",
         bias_constraint="max_norm"),
-    "BoundaryRateRegularizer": lambda: hmkeras.BoundaryRateRegularizer(
-        [np.float32(0.25), None], weight=np.float64(2.0)),
+    "BoundaryPrior": lambda: hmkeras.BoundaryPrior(
+        [np.float32(4.0), 12], form="rate", weight=np.float64(2.0)),
     "HMLSTM": lambda: hmkeras.HMLSTM(
         np.int64(5), np.int32(2), boundary_mode="sample", slope=np.float32(2.0),
         layer_norm=False, copy_last=True, boundary_bias=-1.0, dropout=0.25,

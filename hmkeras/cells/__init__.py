@@ -11,6 +11,9 @@
   cells, as `keras.layers.LSTM` over `LSTMCell` (`sequence_layer`,
   `hierarchical_sequence_layer`): the input projection of all steps is one
   matrix product before the time loop.
+* `BoundaryPrior` (`boundary_prior`): an expected segment length per
+  boundary layer as a loss, added by the hierarchical sequence layers
+  while training (on by default; an extension beyond the papers).
 * `sparse_update`: sparse-update inference, a COPYing layer skips its
   update (`sparse_updates=True`), with counts of the skipped updates.
 * `RecurrentRecursiveCell` (Jacob et al. 2018, RRNet): split / merge /
@@ -22,6 +25,7 @@
   class (NumPy scalars accepted, bad values refused naming the argument).
 """
 
+from hmkeras.cells.boundary_prior import BoundaryPrior
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
@@ -33,6 +37,7 @@ from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
 __all__ = [
+    "BoundaryPrior",
     "HMLSTM",
     "HMRNN",
     "MultiplicativeLSTM",

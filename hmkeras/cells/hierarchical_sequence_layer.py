@@ -1,16 +1,74 @@
 """What the hierarchical sequence layers (`HMLSTM`, `HMRNN`) share.
 
 `HierarchicalSequenceLayer` is a `SequenceLayer` whose cell is a
-`HierarchicalCell`: it adds the cell's `split_outputs` and the counts of
-sparse-update inference (`hmkeras.cells.sparse_update`).
+`HierarchicalCell`: it adds the boundary prior (`boundary_prior`,
+`segment_lengths`: a `BoundaryPrior` whose loss the layer adds while
+training), the cell's `split_outputs` and the counts of sparse-update
+inference (`hmkeras.cells.sparse_update`).
 """
 
+import inspect
+
+import tensorflow as tf
+
 from hmkeras.cells import sparse_update
+from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.sequence_layer import SequenceLayer
+
+_PRIOR_DOCS = """\
+boundary_prior: The form of the boundary prior whose loss the layer adds
+    while training (`hmkeras.BoundaryPrior`): `"binomial"` (default) or
+    `"rate"`; `None` adds none and gives exactly the papers' model. An
+    extension: trained on the language-modelling loss alone the boundary
+    detectors fire on most steps and segment nothing.
+segment_lengths: The expected segment length (in steps, > 1) of every
+    boundary layer, bottom first (`num_layers - 1` values). Default
+    `None`: 5 for the bottom layer, 3 times longer for each layer above
+    (`(5, 15)` for three layers).
+"""
 
 
 class HierarchicalSequenceLayer(SequenceLayer):
     """Base of `HMLSTM` and `HMRNN`; see `SequenceLayer`."""
+
+    layer_parameters = (
+        inspect.Parameter("boundary_prior", inspect.Parameter.KEYWORD_ONLY, default="binomial"),
+        inspect.Parameter("segment_lengths", inspect.Parameter.KEYWORD_ONLY, default=None),
+    )
+    layer_argument_docs = _PRIOR_DOCS
+
+    def set_layer_arguments(self, boundary_prior, segment_lengths):
+        prior = prior_for(boundary_prior, segment_lengths, self.cell.num_layers)
+        self._boundary_prior = prior
+
+    @property
+    def boundary_prior(self):
+        """The `BoundaryPrior` the layer adds while training, or None."""
+        return self._boundary_prior
+
+    @property
+    def segment_lengths(self):
+        """The prior's expected segment lengths, or None."""
+        prior = self._boundary_prior
+        return None if prior is None else prior.segment_lengths
+
+    def layer_arguments_config(self):
+        prior = self._boundary_prior
+        return {
+            "boundary_prior": None if prior is None else prior.form,
+            "segment_lengths": None if prior is None else list(prior.segment_lengths),
+        }
+
+    def needs_all_outputs(self, training):
+        return self._boundary_prior is not None and bool(training)
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        results = super().inner_loop(sequences, initial_state, mask, training=training)
+        if self.needs_all_outputs(training):
+            if tf.nest.is_nested(mask):
+                mask = mask[0]
+            self.add_loss(self._boundary_prior(results[1], mask=mask))
+        return results
 
     def split_outputs(self, outputs):
         """`(hiddens, boundaries)` of the layer's output (the cell's method)."""

@@ -91,9 +91,10 @@ def _cell_argument_names(cell_class):
     return tuple(p.name for p in _cell_parameters(cell_class))
 
 
-def _layer_signature(cell_class):
-    """The cell's parameters, the RNN arguments (keyword-only), `**kwargs`."""
-    parameters = _cell_parameters(cell_class) + [
+def _layer_signature(cls):
+    """The cell's parameters, the layer's own and the RNN arguments
+    (keyword-only), `**kwargs`."""
+    parameters = _cell_parameters(cls.cell_class) + list(cls.layer_parameters) + [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False)
         for name in RNN_ARGUMENTS
     ]
@@ -127,6 +128,7 @@ def _compose_args(cls):
     )
     entries = (
         cell_entries[:kwargs_at]
+        + (inspect.cleandoc(cls.layer_argument_docs).split("\n") if cls.layer_argument_docs else [])
         + _RNN_ARGUMENT_DOCS.rstrip("\n").split("\n")
         + ["**kwargs: Base layer keyword arguments, such as `name` and `dtype`."]
     )
@@ -159,6 +161,11 @@ class SequenceLayer(keras.layers.RNN):
 
     cell_class = None
     cell_name = None
+    # The layer's own arguments, besides the cell's and the RNN's: keyword-
+    # only `inspect.Parameter`s, their `Args` entries, and the method that
+    # takes them (called after the cell is made).
+    layer_parameters = ()
+    layer_argument_docs = ""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -166,7 +173,7 @@ class SequenceLayer(keras.layers.RNN):
             return
         # The signature: the cell's arguments, then the RNN's (explicit, and
         # documented in the Args section composed here).
-        cls.__signature__ = _layer_signature(cls.cell_class)
+        cls.__signature__ = _layer_signature(cls)
         if "__doc__" in vars(cls) and cls.__doc__ and "    Args:\n" in cls.__doc__:
             # A user's subclass without its own docstring (or without an
             # Args section) keeps the documentation it inherits.
@@ -180,6 +187,9 @@ class SequenceLayer(keras.layers.RNN):
         bound = signature.bind(*args, **kwargs)  # TypeError on bad arguments
         arguments = dict(bound.arguments)
         layer_kwargs = arguments.pop("kwargs", {})
+        own = {
+            p.name: arguments.pop(p.name, p.default) for p in self.layer_parameters
+        }
         # Keras' RNN reads any truthy value as True: refuse non-booleans.
         rnn_kwargs = {
             k: argument_checks.check_bool(k, arguments.pop(k))
@@ -193,6 +203,19 @@ class SequenceLayer(keras.layers.RNN):
         )
         super().__init__(cell, **rnn_kwargs, **layer_kwargs)
         self.input_spec = keras.layers.InputSpec(ndim=3)
+        self.set_layer_arguments(**own)
+
+    def needs_all_outputs(self, training):
+        """Whether the time loop keeps every step's output even without
+        `return_sequences` (for a loss over the sequence); False here."""
+        return False
+
+    def set_layer_arguments(self, **arguments):
+        """Takes the layer's own arguments (`layer_parameters`); none here."""
+
+    def layer_arguments_config(self):
+        """The layer's own arguments, for `get_config`; none here."""
+        return {}
 
     def build(self, sequences_shape, initial_state_shape=None):
         argument_checks.check_time_steps(type(self).__name__, sequences_shape)
@@ -242,7 +265,7 @@ class SequenceLayer(keras.layers.RNN):
                 unroll=self.unroll,
                 input_length=sequences.shape[1],
                 zero_output_for_mask=self.zero_output_for_mask,
-                return_all_outputs=self.return_sequences,
+                return_all_outputs=self.return_sequences or self.needs_all_outputs(training),
             )
         finally:
             if counter is not None:
@@ -254,7 +277,7 @@ class SequenceLayer(keras.layers.RNN):
         cell_config = self.cell.get_config()
         for key in _LAYER_KEYS:
             cell_config.pop(key, None)
-        return {**config, **cell_config}
+        return {**config, **cell_config, **self.layer_arguments_config()}
 
     @classmethod
     def from_config(cls, config):

@@ -62,6 +62,8 @@ import keras
 import numpy as np
 
 from hmkeras.cells import argument_checks
+from hmkeras.cells.boundary_prior import FORMS as PRIOR_FORMS
+from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.hm_rnn import HMRNN
@@ -75,7 +77,6 @@ from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
-from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
 
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
@@ -149,9 +150,13 @@ class CharLanguageModelConfig(JsonConfig):
             the hierarchical cells (Kadar et al. Table 2 ablations).
         boundary_bias: Initial bias of the boundary detectors (an
             extension; 0 in the papers).
-        boundary_rate_targets, boundary_rate_weight: A
-            `BoundaryRateRegularizer` added to the training loss: one target
-            rate per boundary layer (None: no penalty) and its weight.
+        boundary_prior: The form of the `BoundaryPrior` added to the
+            training loss of the hierarchical cells, `"binomial"` (default)
+            or `"rate"`; None for the papers' model (no prior). Ignored by
+            the other cells.
+        segment_lengths: The prior's expected segment length per boundary
+            layer (None: the defaults, `(5, 15)` for three layers);
+            hierarchical cells only.
         weight_normalization: Weight normalization of the mLSTM (Krause
             et al.).
         weight_normalization_scope: Its kernels: `"recurrent"` (Krause et
@@ -188,8 +193,8 @@ class CharLanguageModelConfig(JsonConfig):
     top_down: bool = True
     copy_last: bool = False
     boundary_bias: float = 0.0
-    boundary_rate_targets: list = None
-    boundary_rate_weight: float = 0.0
+    boundary_prior: str = "binomial"
+    segment_lengths: list = None
     weight_normalization: bool = False
     weight_normalization_scope: str = "recurrent"
     dropout: float = 0.0
@@ -208,31 +213,18 @@ class CharLanguageModelConfig(JsonConfig):
         check_recurrent_fields(
             self, positive=("vocab_size", "units", "num_layers", "embedding_dim")
         )
-        self.boundary_rate_weight = checks.check_float(
-            "boundary_rate_weight", self.boundary_rate_weight, minimum=0
-        )
-        if self.boundary_rate_targets is not None:
-            if self.cell not in HIERARCHICAL_CELLS:
+        if self.cell in HIERARCHICAL_CELLS:
+            prior = prior_for(self.boundary_prior, self.segment_lengths, self.num_layers)
+            if prior is not None and self.segment_lengths is not None:
+                self.segment_lengths = list(prior.segment_lengths)
+        else:
+            checks.check_choice("boundary_prior", self.boundary_prior, PRIOR_FORMS + (None,))
+            if self.segment_lengths is not None:
                 raise ValueError(
-                    "`boundary_rate_targets` applies to the hierarchical cells "
-                    f"{list(HIERARCHICAL_CELLS)}. Received: cell={self.cell!r}"
+                    "`segment_lengths` applies to the hierarchical cells "
+                    f"{list(HIERARCHICAL_CELLS)}. Received: cell={self.cell!r}, "
+                    f"segment_lengths={self.segment_lengths!r}"
                 )
-            targets = self.boundary_rate_targets
-            if isinstance(targets, np.ndarray) and targets.ndim == 1:
-                targets = targets.tolist()
-            if (
-                not isinstance(targets, (list, tuple))
-                or len(targets) != self.num_layers - 1
-            ):
-                raise ValueError(
-                    "`boundary_rate_targets` needs one rate per boundary layer "
-                    f"(num_layers - 1 = {self.num_layers - 1}). Received: "
-                    f"boundary_rate_targets={self.boundary_rate_targets!r}"
-                )
-            self.boundary_rate_targets = [
-                checks.check_fraction("boundary_rate_targets", rate, allow_none=True)
-                for rate in targets
-            ]
 
 
 def with_legacy_layers(fields):
@@ -308,11 +300,11 @@ class CharLanguageModel:
         self.hierarchical_cell = None
         self.network = self._build()
         # Added to the training loss by `TruncatedBPTTModel` (an extension,
-        # off unless targets and a weight are given).
-        self.boundary_rate_regularizer = None
-        if config.boundary_rate_targets is not None and config.boundary_rate_weight:
-            self.boundary_rate_regularizer = BoundaryRateRegularizer(
-                list(config.boundary_rate_targets), config.boundary_rate_weight
+        # on by default for the hierarchical cells; None: the papers' model).
+        self.boundary_prior = None
+        if self.is_hierarchical:
+            self.boundary_prior = prior_for(
+                config.boundary_prior, config.segment_lengths, config.num_layers
             )
 
     # ------------------------------------------------------------------
@@ -365,6 +357,10 @@ class CharLanguageModel:
                 recurrent_regularizer=reg, dropout=c.dropout,
                 recurrent_dropout=c.recurrent_dropout, seed=c.seed,
             )
+            if c.sequence_layer:
+                # The model adds the prior to its training loss itself
+                # (`boundary_prior`), with either kind of layer.
+                options["boundary_prior"] = None
             if c.cell == "hmlstm":
                 rnn = layer(0, HMLSTMCell, HMLSTM, c.units, copy_last=c.copy_last, **options)
             else:

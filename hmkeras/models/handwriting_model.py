@@ -125,14 +125,14 @@ class HandwritingModel(CharLanguageModel):
         config, network, state_sizes, layer_sizes, hierarchical_cell: As in
             `CharLanguageModel`.
         mixture: The `MixtureDensityOutput` layer.
-        boundary_rate_regularizer: Always None (no such option here).
+        boundary_prior: Always None (no boundary prior here yet).
     """
 
     def __init__(self, config=None, **kwargs):
         config = resolve_config(HandwritingModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
-        self.boundary_rate_regularizer = None
+        self.boundary_prior = None
         self.network = self._build()
 
     def _build(self):

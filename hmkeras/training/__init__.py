@@ -3,8 +3,6 @@
 * `SlopeAnnealing`: anneals the hard-sigmoid slope of every HM cell.
 * `BoundaryMonitor` (`BoundaryCollapseWarning`): per-layer boundary rates
   in the logs, collapse warnings.
-* `BoundaryRateRegularizer`: a penalty pulling each boundary rate toward a
-  target.
 * `TruncatedBPTTModel`: trains a `CharLanguageModel` with its state carried
   across batches.
 * `TrainingCheckpoint`: resumable checkpoints.
@@ -17,7 +15,6 @@
 
 from hmkeras.training.boundary_monitor import BoundaryCollapseWarning
 from hmkeras.training.boundary_monitor import BoundaryMonitor
-from hmkeras.training.boundary_rate_regularizer import BoundaryRateRegularizer
 from hmkeras.training.handwriting_step_export import export_handwriting_step_model
 from hmkeras.training.handwriting_training import HandwritingTrainer
 from hmkeras.training.slope_annealing import SlopeAnnealing
@@ -28,7 +25,6 @@ from hmkeras.training.training_state import TrainingCheckpoint
 __all__ = [
     "BoundaryCollapseWarning",
     "BoundaryMonitor",
-    "BoundaryRateRegularizer",
     "HandwritingTrainer",
     "SlopeAnnealing",
     "TrainingCheckpoint",

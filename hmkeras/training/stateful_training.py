@@ -231,8 +231,8 @@ class TruncatedBPTTModel(keras.Model):
                 [x, *self._initial_state(x, row_ids)], training=True
             )
             loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
-            if lm.boundary_rate_regularizer is not None:
-                penalty = lm.boundary_rate_regularizer(rnn_outputs)
+            if lm.boundary_prior is not None:
+                penalty = lm.boundary_prior(rnn_outputs)
                 loss = loss + tf.cast(penalty, loss.dtype) / replicas
             # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
             # gradients it unscales must come from the scaled loss.

@@ -129,8 +129,8 @@ def test_enumerated_flags_match_the_library():
 
 
 def test_hierarchical_options_refused_for_other_cells():
-    for flag in ("--layer_norm", "--nolayer_norm", "--boundary_rate_weight=1",
-                 "--boundary_rate_targets=0.2,0.1", "--boundary_bias=1"):
+    for flag in ("--layer_norm", "--nolayer_norm", "--boundary_prior=rate",
+                 "--segment_lengths=5,15", "--boundary_bias=1"):
         name = flag.lstrip("-").split("=")[0].replace("nolayer", "layer")
         with pytest.raises(ValueError, match=f"--{name} applies to the hierarchical cells"):
             _settings("--cell=lstm", flag)
@@ -140,7 +140,8 @@ def test_hierarchical_options_refused_for_other_cells():
         _settings("--cell=mlstm", "--num_layers=2")
     # From a preset they are dropped (back to their defaults).
     s = _settings("--preset=quick", "--cell=lstm")
-    assert s["top_down"] is True and s["boundary_rate_targets"] is None
+    assert s["top_down"] is True and s["segment_lengths"] is None
+    assert s["boundary_prior"] == "binomial"
 
 
 def test_presets_and_explicit_flags():

@@ -20,8 +20,7 @@ def test_numpy_numbers_accepted_and_json_written():
         embedding_dim=np.int64(3), output_units=np.int64(4),
         slope=np.float32(2.0), layer_norm=np.False_, top_down=np.True_,
         copy_last=np.False_, boundary_bias=np.float64(-1),
-        boundary_rate_targets=np.array([0.25, 0.5]),
-        boundary_rate_weight=np.float32(2), dropout=np.float32(0.25),
+        segment_lengths=np.array([4.0, 16.0]), dropout=np.float32(0.25),
         recurrent_dropout=np.float64(0.5), multiplicative_units=np.int64(0),
         weight_normalization=np.False_, l2=np.float32(0.5), seed=np.int64(3))
     values = dataclasses.asdict(config)
@@ -47,7 +46,7 @@ def test_numpy_numbers_accepted_and_json_written():
      ("multiplicative_units", [-1, True, 2.0]),
      ("slope", [0, -1.0, NAN, INF, True, "1"]),
      ("boundary_bias", [NAN, INF, True, "0", None]),
-     ("boundary_rate_weight", [-1, NAN, INF, True]),
+     ("boundary_prior", ["poisson", True, 1]),
      ("l2", [-0.1, NAN, INF, True, None]),
      ("dropout", [1.0, -0.1, NAN, True]),
      ("recurrent_dropout", [1.0, NAN, "0.1"]),
@@ -67,10 +66,17 @@ def test_bad_values_refused_naming_the_field(name, values):
                 else CharLanguageModelConfig(vocab_size=value)
 
 
-@pytest.mark.parametrize("targets", [[NAN, 0.1], [1.5, 0.1], [True, 0.1], ["0.1", 0.1]])
-def test_bad_boundary_rate_targets(targets):
-    with pytest.raises(ValueError, match="`boundary_rate_targets` must be"):
-        CharLanguageModelConfig(vocab_size=5, boundary_rate_targets=targets)
+@pytest.mark.parametrize("lengths", [[NAN, 10], [1.0, 10], [True, 10], ["5", 10], [5], 5.0])
+def test_bad_segment_lengths(lengths):
+    with pytest.raises(ValueError, match="`segment_lengths` must be"):
+        CharLanguageModelConfig(vocab_size=5, segment_lengths=lengths)
+
+
+def test_segment_lengths_need_a_hierarchical_cell_and_a_prior():
+    with pytest.raises(ValueError, match="`segment_lengths` applies to the hierarchical"):
+        CharLanguageModelConfig(vocab_size=5, cell="lstm", segment_lengths=[5, 15])
+    with pytest.raises(ValueError, match="`segment_lengths` needs a boundary prior"):
+        CharLanguageModelConfig(vocab_size=5, boundary_prior=None, segment_lengths=[5, 15])
 
 
 def test_language_model_config_argument():

@@ -104,34 +104,36 @@ def test_boundary_monitor_bad_values(name, values):
 
 
 # ---------------------------------------------------------------------------
-# BoundaryRateRegularizer
+# BoundaryPrior
 # ---------------------------------------------------------------------------
-def test_boundary_rate_regularizer_numpy_numbers():
-    regularizer = hmkeras.BoundaryRateRegularizer(
-        [np.float32(0.25), None, np.int64(0)], weight=np.float32(2.0))
-    assert regularizer.get_config() == {"target_rates": [0.25, None, 0.0], "weight": 2.0}
-    assert [type(r) for r in regularizer.target_rates] == [float, type(None), float]
-    from_array = hmkeras.BoundaryRateRegularizer(np.array([0.5, 0.25]))
-    assert from_array.target_rates == [0.5, 0.25]
+def test_boundary_prior_numpy_numbers():
+    prior = hmkeras.BoundaryPrior(
+        [np.float32(4.0), np.int64(20)], form="rate", weight=np.float32(2.0))
+    assert prior.get_config() == {"segment_lengths": [4.0, 20.0], "form": "rate", "weight": 2.0}
+    assert [type(r) for r in prior.segment_lengths] == [float, float]
+    assert hmkeras.BoundaryPrior(np.array([5.0, 25.0])).segment_lengths == (5.0, 25.0)
 
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [(dict(target_rates="0.2"), "target_rates"),
-     (dict(target_rates=np.float32(0.2)), "target_rates"),
-     (dict(target_rates=[NAN]), "target_rates"),
-     (dict(target_rates=[INF]), "target_rates"),
-     (dict(target_rates=[-0.1]), "target_rates"),
-     (dict(target_rates=[0.2, "0.1"]), "target_rates"),
-     (dict(target_rates=[np.True_]), "target_rates"),
-     (dict(target_rates=[0.2], weight=True), "weight"),
-     (dict(target_rates=[0.2], weight="1"), "weight"),
-     (dict(target_rates=[0.2], weight=INF), "weight"),
-     (dict(target_rates=[0.2], weight=-1), "weight"),
-     (dict(target_rates=[0.2], weight=None), "weight")],
+    [(dict(segment_lengths="5"), "segment_lengths"),
+     (dict(segment_lengths=np.float32(5)), "segment_lengths"),
+     (dict(segment_lengths=[]), "segment_lengths"),
+     (dict(segment_lengths=[NAN]), "segment_lengths"),
+     (dict(segment_lengths=[INF]), "segment_lengths"),
+     (dict(segment_lengths=[1.0]), "segment_lengths"),
+     (dict(segment_lengths=[0.5]), "segment_lengths"),
+     (dict(segment_lengths=[5, "15"]), "segment_lengths"),
+     (dict(segment_lengths=[np.True_]), "segment_lengths"),
+     (dict(form="poisson"), "form"),
+     (dict(form=None), "form"),
+     (dict(weight=True), "weight"),
+     (dict(weight="1"), "weight"),
+     (dict(weight=INF), "weight"),
+     (dict(weight=-1), "weight")],
 )
-def test_boundary_rate_regularizer_bad_values(kwargs, name):
-    _refused(name, lambda: hmkeras.BoundaryRateRegularizer(**kwargs))
+def test_boundary_prior_bad_values(kwargs, name):
+    _refused(name, lambda: hmkeras.BoundaryPrior(**kwargs))
 
 
 # ---------------------------------------------------------------------------

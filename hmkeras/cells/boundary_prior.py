@@ -1,0 +1,241 @@
+"""`BoundaryPrior`: an expected segment length for every boundary layer.
+
+An extension beyond Chung et al. (2017) and Kadar et al. (2018).  Trained
+on the language-modelling loss alone, a hierarchical cell's boundary
+detectors fire on most steps (z^1 on 80-95 % of the characters, Kadar et
+al. Table 2): every layer then updates at nearly every step and nothing is
+segmented.  The prior states what a boundary layer is for, in the user's
+terms: layer `l` ends a segment about every `segment_lengths[l]` steps.
+
+Two forms, `p_l = 1 / segment_lengths[l]`, `z` the boundaries of a
+`(batch, time)` window, `k_bl = sum_t z^l_bt` the boundaries of row `b`,
+`n_b` its steps:
+
+* `"binomial"` (the default): the negative log-likelihood of each row's
+  boundary count under `Binomial(n_b, p_l)`, per step,
+
+      R = weight * sum_l sum_b -log Binom(k_bl; n_b, p_l) / sum_b n_b,   (1)
+      -log Binom(k; n, p) = -log C(n, k) - k log p - (n - k) log(1 - p)
+
+  with `log C(n, k)` through `lgamma`, so `k` may be fractional
+  (`boundary_mode="soft"`).  It is a proper prior in nats per step, the
+  unit of the language-modelling loss, so its weight is 1.  Each row is
+  held to its own count (a window with many boundaries is pushed down, one
+  with few up) and a count near `n p` costs almost nothing (the binomial's
+  spread, `sqrt(n p (1 - p))`, is free), so the language model decides
+  where the boundaries go.  Its gradient with respect to one boundary is
+  `psi(n - k + 1) - psi(k + 1) + log(p / (1 - p))` (the log-odds of the
+  target against the row's rate, `psi` the digamma function), divided by
+  `sum_b n_b`.
+* `"rate"`: the quadratic penalty on the batch's rate,
+
+      R = weight * sum_l (sum_b k_bl / sum_b n_b - p_l) ** 2,            (2)
+
+  weight 5 by default (a rate 0.3 away from its target costs 0.45 nats
+  per step).  Measured against (1) in the README ("Boundaries that
+  segment").
+
+In the discrete boundary modes `z` is binary and its gradient reaches each
+detector through the straight-through estimator (Chung et al. Eq. 8-9):
+the gradient of (1) or (2) with respect to `z^l_t` becomes that with
+respect to `z~^l_t = hard_sigm(s_z)`, zero where the detector is
+saturated.
+
+The prior reads the last `len(segment_lengths)` columns of a hierarchical
+cell's sequence output `[h^1 | ... | h^L | z^1 ... z^{L-1}]`.  The
+sequence layers `hmkeras.HMLSTM` / `hmkeras.HMRNN` add it themselves
+(`boundary_prior=`, on by default); around `RNN(HMLSTMCell(...))` give it
+as the RNN's activity regularizer (the RNN returns its sequence and no
+state).
+
+Example:
+
+>>> import keras, numpy as np, hmkeras
+>>> rnn = keras.layers.RNN(
+...     hmkeras.HMLSTMCell(8), return_sequences=True,
+...     activity_regularizer=hmkeras.BoundaryPrior((5, 15)))
+>>> y = rnn(np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32"))
+>>> len(rnn.losses)
+1
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from hmkeras.cells import argument_checks
+
+FORMS = ("binomial", "rate")
+# Default weight of each form (see the module docstring).
+DEFAULT_WEIGHTS = {"binomial": 1.0, "rate": 5.0}
+# Default expected segment lengths: 5 steps for the bottom boundary layer
+# (English words with their separator average 5-6 characters; the embedded
+# corpus' 5.4), 3 times longer for each layer above.
+BOTTOM_SEGMENT_LENGTH = 5.0
+SEGMENT_LENGTH_GROWTH = 3.0
+
+
+def default_segment_lengths(num_boundary_layers):
+    """`(5, 15, 45, ...)`: the default expected segment length per layer.
+
+    >>> default_segment_lengths(2)
+    (5.0, 15.0)
+    """
+    return tuple(
+        BOTTOM_SEGMENT_LENGTH * SEGMENT_LENGTH_GROWTH**layer
+        for layer in range(num_boundary_layers)
+    )
+
+
+def check_segment_lengths(segment_lengths, num_boundary_layers=None):
+    """`segment_lengths` as a tuple of floats > 1, one per boundary layer.
+
+    A list, tuple or 1-D NumPy array of Python or NumPy numbers.
+
+    Raises:
+        ValueError: naming `segment_lengths`, for anything but a non-empty
+            list or tuple of finite numbers > 1 (or, when
+            `num_boundary_layers` is given, a list of another length).
+    """
+    if isinstance(segment_lengths, np.ndarray) and segment_lengths.ndim == 1:
+        segment_lengths = segment_lengths.tolist()
+    allowed = "a list or tuple with one expected segment length > 1 (in steps) per boundary layer"
+    if num_boundary_layers is not None:
+        allowed += f" (num_layers - 1 = {num_boundary_layers} values)"
+    if not isinstance(segment_lengths, (list, tuple)) or not segment_lengths or (
+        num_boundary_layers is not None and len(segment_lengths) != num_boundary_layers
+    ):
+        raise ValueError(
+            f"`segment_lengths` must be {allowed}. Received: segment_lengths={segment_lengths!r}"
+        )
+    try:
+        return tuple(
+            argument_checks.check_float(
+                "segment_lengths", length, minimum=1, exclusive_minimum=True
+            )
+            for length in segment_lengths
+        )
+    except ValueError:
+        raise ValueError(
+            f"`segment_lengths` must be {allowed}. Received: segment_lengths={segment_lengths!r}"
+        ) from None
+
+
+def prior_for(form, segment_lengths, num_layers):
+    """The `BoundaryPrior` of `form` (None for None) for a hierarchy of
+    `num_layers` layers; `segment_lengths=None` takes the defaults.
+
+    Raises:
+        ValueError: naming `boundary_prior` or `segment_lengths`.
+    """
+    if form is None:
+        if segment_lengths is not None:
+            raise ValueError(
+                "`segment_lengths` needs a boundary prior: give boundary_prior="
+                f"one of {list(FORMS)}, or leave segment_lengths=None. "
+                f"Received: segment_lengths={segment_lengths!r}, boundary_prior=None"
+            )
+        return None
+    form = argument_checks.check_choice("boundary_prior", form, FORMS + (None,))
+    if segment_lengths is None:
+        segment_lengths = default_segment_lengths(num_layers - 1)
+    return BoundaryPrior(check_segment_lengths(segment_lengths, num_layers - 1), form=form)
+
+
+def binomial_negative_log_likelihood(counts, steps, probability):
+    """`-log Binom(counts; steps, probability)` (Eq. 1), elementwise.
+
+    `counts` may be fractional (`lgamma` extends the binomial coefficient).
+
+    >>> import math
+    >>> round(float(binomial_negative_log_likelihood(1.0, 2.0, 0.5)), 6) == round(-math.log(0.5), 6)
+    True
+    """
+    counts = tf.convert_to_tensor(counts)
+    steps = tf.cast(steps, counts.dtype)
+    probability = tf.cast(probability, counts.dtype)
+    log_choose = (
+        tf.math.lgamma(steps + 1.0)
+        - tf.math.lgamma(counts + 1.0)
+        - tf.math.lgamma(steps - counts + 1.0)
+    )
+    return -(
+        log_choose
+        + counts * tf.math.log(probability)
+        + (steps - counts) * tf.math.log1p(-probability)
+    )
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class BoundaryPrior(keras.regularizers.Regularizer):
+    """An expected segment length per boundary layer, as a loss (Eq. 1 or 2).
+
+    Args:
+        segment_lengths: One expected segment length > 1, in steps, per
+            boundary layer (`num_layers - 1` values, bottom first); the
+            target boundary rate of layer `l` is `1 / segment_lengths[l]`.
+            Default `(5, 15)`, for three layers.
+        form: `"binomial"` (Eq. 1, default) or `"rate"` (Eq. 2).
+        weight: Finite factor >= 0 of the loss; default 1 for
+            `"binomial"` (a log-prior in nats per step, the unit of the
+            language-modelling loss), 5 for `"rate"`.
+
+    Call arguments:
+        outputs: The `(batch, time, features)` sequence output of a
+            hierarchical cell (its boundaries are the last
+            `len(segment_lengths)` columns).
+        mask: Optional `(batch, time)` boolean mask; masked steps count
+            neither as boundaries nor as steps.
+
+    Returns:
+        The scalar loss, float32 (float64 for float64 outputs).
+    """
+
+    def __init__(self, segment_lengths=(5, 15), form="binomial", weight=None):
+        self.segment_lengths = check_segment_lengths(segment_lengths)
+        self.form = argument_checks.check_choice("form", form, FORMS)
+        if weight is None:
+            weight = DEFAULT_WEIGHTS[self.form]
+        self.weight = argument_checks.check_float("weight", weight, minimum=0)
+
+    @property
+    def target_rates(self):
+        """`1 / segment_lengths`: the target boundary rate of every layer."""
+        return tuple(1.0 / length for length in self.segment_lengths)
+
+    def counts(self, outputs, mask=None):
+        """`(k, n)`: boundaries `(batch, layers)` and steps `(batch,)` per row."""
+        outputs = tf.convert_to_tensor(outputs)
+        if outputs.shape.rank != 3:
+            raise ValueError(
+                "BoundaryPrior needs the (batch, time, features) sequence output "
+                "of a hierarchical cell: use the RNN with return_sequences=True "
+                f"and return_state=False. Received a tensor of shape {tuple(outputs.shape)}."
+            )
+        dtype = tf.float64 if outputs.dtype == tf.float64 else tf.float32
+        boundaries = tf.cast(outputs[..., -len(self.segment_lengths):], dtype)
+        if mask is None:
+            steps = tf.fill(tf.shape(boundaries)[:1], tf.cast(tf.shape(boundaries)[1], dtype))
+            return tf.reduce_sum(boundaries, axis=1), steps
+        weights = tf.cast(mask, dtype)
+        counts = tf.reduce_sum(boundaries * weights[..., None], axis=1)
+        return counts, tf.reduce_sum(weights, axis=1)
+
+    def __call__(self, outputs, mask=None):
+        counts, steps = self.counts(outputs, mask)
+        total_steps = tf.maximum(tf.reduce_sum(steps), 1.0)
+        rates = tf.constant(self.target_rates, counts.dtype)
+        if self.form == "binomial":  # Eq. (1)
+            nll = binomial_negative_log_likelihood(counts, steps[:, None], rates)
+            loss = tf.reduce_sum(nll) / total_steps
+        else:  # Eq. (2)
+            batch_rates = tf.reduce_sum(counts, axis=0) / total_steps
+            loss = tf.reduce_sum(tf.square(batch_rates - rates))
+        return self.weight * loss
+
+    def get_config(self):
+        return {
+            "segment_lengths": list(self.segment_lengths),
+            "form": self.form,
+            "weight": self.weight,
+        }
