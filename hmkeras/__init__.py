@@ -33,6 +33,7 @@ from hmkeras import training
 from hmkeras import wrappers
 from hmkeras.analysis import evaluate_char_model
 from hmkeras.analysis import EvaluationResult
+from hmkeras.analysis import mark_segments
 from hmkeras.cells import HierarchicalCell
 from hmkeras.cells import HMLSTM
 from hmkeras.cells import HMLSTMCell
@@ -105,4 +106,5 @@ __all__ = [
     "evaluate_char_model",
     "export_handwriting_step_model",
     "export_step_model",
+    "mark_segments",
 ]

@@ -7,9 +7,12 @@
 * `bits`: unit conversions; `surprisal_analysis`: Krause et al. Fig. 3;
   `segmentation_plot`: Chung et al. Fig. 3/4; `attention_plot`: the
   attention (or averaging) weights of one sentence of a word LM.
+* `mark_segments` (`segment_marks`): a text excerpt with each layer's
+  segment ends marked in it, for logs and summaries.
 """
 
 from hmkeras.analysis.evaluation import EvaluationResult
 from hmkeras.analysis.evaluation import evaluate_char_model
+from hmkeras.analysis.segment_marks import mark_segments
 
-__all__ = ["EvaluationResult", "evaluate_char_model"]
+__all__ = ["EvaluationResult", "evaluate_char_model", "mark_segments"]

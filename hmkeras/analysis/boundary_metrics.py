@@ -32,6 +32,13 @@ layer against the same segmentation in several alignments (e.g.
 `{"separator": ..., "last_char": ...}`) and names the best one, so a report
 can headline it and say which; `layer_boundary_scores` does so for every
 layer.
+
+Word tokens. `token_scores` scores whole segments instead of boundaries, as
+the word-segmentation literature does: a predicted word counts as correct
+only when both its ends are right, i.e. its span equals a reference word's.
+Against a text, separators do not count (a segment "the " or "the" is the
+word "the"), so the score says which words were found, whichever side of
+the separator the boundaries sit on; the alignment scores above say where.
 """
 
 import collections
@@ -46,14 +53,18 @@ BoundaryScores = collections.namedtuple(
 )
 BoundaryScores.__doc__ = """Boundary precision, recall and F1 with their counts.
 
+`boundary_scores` counts boundaries; `token_scores` counts word tokens
+(segments) in the same fields.
+
 Fields:
     precision: `true_positives / num_predicted` (0.0 when nothing predicted).
     recall: `true_positives / num_reference` (0.0 when no reference
-        boundary).
+        boundary or token).
     f1: Harmonic mean of precision and recall (0.0 when both are 0).
-    true_positives: Number of predicted boundaries matched to a reference one.
-    num_predicted: Number of predicted boundaries.
-    num_reference: Number of reference boundaries.
+    true_positives: Number of predicted boundaries matched to a reference one
+        (of predicted tokens equal to a reference token).
+    num_predicted: Number of predicted boundaries (tokens).
+    num_reference: Number of reference boundaries (tokens).
 """
 
 
@@ -210,14 +221,8 @@ def reference_boundaries(text, separators=" \t\n", align="separator"):
     >>> reference_boundaries("a_b", separators="_", align="after").tolist()
     [0, 0, 1]
     """
-    if align not in ("separator", "before", "after"):
-        raise ValueError(
-            "`align` must be 'separator', 'before' or 'after'. "
-            f"Received: {align!r}"
-        )
-    if not separators:
-        raise ValueError("`separators` must name at least one character.")
-    is_sep = np.array([c in separators for c in text], dtype=bool)
+    _check_align(align)
+    is_sep = _separator_mask(text, separators)
     out = np.zeros(is_sep.shape, dtype=np.int64)
     if align == "separator":
         out[is_sep] = 1
@@ -228,6 +233,24 @@ def reference_boundaries(text, separators=" \t\n", align="separator"):
         # word character preceded by a separator
         out[1:] = (~is_sep[1:] & is_sep[:-1])
     return out
+
+
+_ALIGNMENTS = ("separator", "before", "after")
+
+
+def _check_align(align):
+    if align not in _ALIGNMENTS:
+        raise ValueError(
+            "`align` must be 'separator', 'before' or 'after'. "
+            f"Received: {align!r}"
+        )
+
+
+def _separator_mask(text, separators):
+    """Bool array `(len(text),)`: True where a character is a separator."""
+    if not separators:
+        raise ValueError("`separators` must name at least one character.")
+    return np.array([c in separators for c in text], dtype=bool)
 
 
 def _binary(name, values, threshold):
@@ -428,3 +451,184 @@ def layer_boundary_scores(boundaries, references, tolerance=0, threshold=0.5):
         aligned_boundary_scores(z[:, layer], references, tolerance, threshold)
         for layer in range(z.shape[1])
     ]
+
+
+def _segment_cuts(boundaries, align):
+    """Sorted unique cut positions `0..T` of one row of 0/1 boundaries.
+
+    A cut at p falls between characters p - 1 and p. A boundary at t cuts
+    after t for the "separator" and "before" alignments (it marks the last
+    character of a segment) and before t for "after" (it marks the first
+    character of the next one). The two ends of the row are cuts.
+    """
+    length = boundaries.shape[0]
+    shift = 0 if align == "after" else 1
+    cuts = np.flatnonzero(boundaries) + shift
+    return np.unique(np.concatenate([[0, length], cuts]))
+
+
+def _letter_cuts(is_sep, cuts):
+    """Cuts moved into the text without its separators.
+
+    Cut p becomes the number of non-separator characters before it, so
+    every cut inside or at either edge of a run of separators lands on the
+    same position.
+    """
+    letters_before = np.concatenate([[0], np.cumsum(~is_sep)])
+    return np.unique(letters_before[cuts])
+
+
+def _word_cuts(is_sep):
+    """Cuts, without separators, of the words: maximal runs of letters."""
+    starts = np.flatnonzero(~is_sep & np.concatenate([[True], is_sep[:-1]]))
+    return _letter_cuts(is_sep, np.concatenate([[0, is_sep.shape[0]], starts]))
+
+
+def _matched_tokens(predicted_cuts, reference_cuts):
+    """Tokens (spans between consecutive cuts) equal in both cut lists."""
+    if predicted_cuts.size < 2 or reference_cuts.size < 2:
+        return 0
+    starts, ends = predicted_cuts[:-1], predicted_cuts[1:]
+    j = np.searchsorted(reference_cuts, starts)
+    inside = j < reference_cuts.size - 1
+    j, starts, ends = j[inside], starts[inside], ends[inside]
+    return int(np.sum((reference_cuts[j] == starts) & (reference_cuts[j + 1] == ends)))
+
+
+def _reference_texts(reference, shape):
+    """The rows of `reference` as strings, or None if it is no text."""
+    if isinstance(reference, str):
+        rows = [reference]
+    elif (isinstance(reference, (list, tuple)) and reference
+          and all(isinstance(row, str) for row in reference)):
+        # A list of rows (2-D `predicted`) or of single characters (1-D).
+        rows = list(reference) if len(shape) == 2 else ["".join(reference)]
+    else:
+        return None
+    if len(shape) == 1 and not isinstance(reference, str) and any(
+            len(c) != 1 for c in reference):
+        raise ValueError(
+            "With `predicted` of shape (T,), a text `reference` must be a "
+            "string or a sequence of single characters."
+        )
+    if len(shape) == 2 and len(rows) != shape[0]:
+        raise ValueError(
+            f"With `predicted` of shape (batch, T) = {shape}, a text "
+            f"`reference` must be a sequence of {shape[0]} strings. Received "
+            f"{len(rows)}."
+        )
+    lengths = sorted({len(row) for row in rows})
+    if lengths != [shape[-1]]:
+        raise ValueError(
+            f"Every text of `reference` must have T = {shape[-1]} characters, "
+            f"one per step of `predicted`. Received length(s) {lengths}."
+        )
+    return rows
+
+
+def token_scores(predicted, reference, separators=" \t\n", align="separator",
+                 threshold=0.5):
+    """Word-token precision, recall and F1: a word counts if both ends are right.
+
+    The token measure of the word-segmentation literature: the predicted
+    boundaries cut the sequence into segments, and a predicted segment is a
+    correct token when its span is exactly that of a reference token (its
+    start and its end are both right). Precision is the fraction of
+    predicted tokens that are correct, recall the fraction of reference
+    tokens found.
+
+    Cuts. A boundary at step t marks the last character of a segment for
+    `align="separator"` and `"before"` (a cut after t, the convention of
+    `boundary_scores`: "a segment ends at t") and the first character of
+    the next segment for `"after"` (a cut before t). The start and the end
+    of each row are cuts too, so a row's first and last segments count.
+
+    Against a text (`reference` a string), separators do not belong to any
+    token. The reference tokens are the words, the maximal runs of
+    non-separator characters. A predicted segment's token is the segment
+    without the separators at its two ends: `"the "`, `" the"` and
+    `"the"` all give the word "the", a segment of separators only gives no
+    token, and a segment with a separator inside (`"the cat"`) spans two
+    words and is wrong. Equivalently: delete the separators, move every cut
+    to the same place among the remaining characters, and compare the
+    spans. So a detector firing on the separator after each word and one
+    firing on each word's last letter score the same here ("separator" and
+    "before" give the same cuts); `aligned_boundary_scores` tells them
+    apart.
+
+    Against reference boundaries (`reference` an array of the shape of
+    `predicted`, in the same alignment), both are cut the same way and
+    every segment is a token, separators included: use it for units a text
+    does not mark by separators (e.g. phrases).
+
+    Args:
+        predicted: Array `(T,)` or `(batch, T)` of predicted boundary values
+            of one layer, e.g. `z[:, 0]`. Values above `threshold` are
+            boundaries (booleans are taken as they are).
+        reference: The text read, one character per step (a string, or a
+            sequence of single characters; for `(batch, T)` a sequence of
+            `batch` strings), or reference boundaries of the shape of
+            `predicted` (0/1) in the alignment `align`.
+        separators: The characters that separate words in a text
+            `reference` (ignored for boundaries). Default: space, tab and
+            newline; `"_"` for the character-level Penn Treebank.
+        align: Where a predicted (and a reference) boundary sits:
+            `"separator"` (default) or `"before"`: on the last character of
+            a segment; `"after"`: on the first character of the next.
+        threshold: Values above it are boundaries. Default: 0.5.
+
+    Returns:
+        A `BoundaryScores` namedtuple `(precision, recall, f1,
+        true_positives, num_predicted, num_reference)` counting tokens,
+        summed over the rows.
+
+    Example:
+
+    >>> text = "the cat sat"
+    >>> on_spaces = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]      # "the |cat |sat"
+    >>> token_scores(on_spaces, text).f1
+    1.0
+    >>> on_last_letters = [0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]  # "the| cat| sat"
+    >>> token_scores(on_last_letters, text).f1
+    1.0
+    >>> s = token_scores([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], text)  # "the |cat sat"
+    >>> s.true_positives, s.num_predicted, s.num_reference
+    (1, 2, 3)
+    >>> s.precision, round(s.recall, 4), s.f1
+    (0.5, 0.3333, 0.4)
+    >>> token_scores(on_spaces, reference_boundaries(text)).f1  # boundaries
+    1.0
+    """
+    _check_align(align)
+    pred = _binary("predicted", predicted, threshold)
+    texts = _reference_texts(reference, pred.shape)
+    pred_rows = np.atleast_2d(pred)
+    tp = n_pred = n_ref = 0
+    if texts is not None:
+        for row, text in zip(pred_rows, texts):
+            is_sep = _separator_mask(text, separators)
+            predicted_cuts = _letter_cuts(is_sep, _segment_cuts(row, align))
+            reference_cuts = _word_cuts(is_sep)
+            tp += _matched_tokens(predicted_cuts, reference_cuts)
+            n_pred += predicted_cuts.size - 1
+            n_ref += reference_cuts.size - 1
+    else:
+        ref = _binary("reference", reference, threshold)
+        if ref.shape != pred.shape:
+            raise ValueError(
+                "`reference` must be a text of one character per step or "
+                "boundaries of the shape of `predicted`, "
+                f"{pred.shape}. Received boundaries of shape {ref.shape}."
+            )
+        for row, ref_row in zip(pred_rows, np.atleast_2d(ref)):
+            predicted_cuts = _segment_cuts(row, align)
+            reference_cuts = _segment_cuts(ref_row, align)
+            tp += _matched_tokens(predicted_cuts, reference_cuts)
+            n_pred += predicted_cuts.size - 1
+            n_ref += reference_cuts.size - 1
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_ref if n_ref else 0.0
+    f1 = (2 * precision * recall / (precision + recall)
+          if precision + recall > 0 else 0.0)
+    return BoundaryScores(float(precision), float(recall), float(f1), int(tp),
+                          int(n_pred), int(n_ref))

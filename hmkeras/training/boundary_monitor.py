@@ -7,8 +7,24 @@ copying (no update, no gradient), one near 1 makes every step a boundary
 of every boundary layer into the training logs every `interval` steps and
 at the end of every epoch (so the progress bar, `History` and a
 `keras.callbacks.TensorBoard` placed after it show them), and warns,
-naming the layer, when a rate stays below `low` or above `high` for
-`patience` checks in a row; `stop_on_collapse=True` also stops the run.
+naming the layer, the rate and what to change, when a rate stays below
+`low` or above `high` for `patience` checks in a row;
+`stop_on_collapse=True` also stops the run.
+
+Checks.  A check is one measurement of the rates compared with `low` and
+`high`.  There is one after every `interval`-th training step (counted
+over the whole run, across epochs) and one at the end of every epoch
+whose last step was not already such a check (the same measurement is
+never counted twice).  Each check counts once toward `patience`, so a run
+shorter than `interval` steps is still checked once per epoch.  With 6
+steps per epoch, `interval=4` and `patience=3`, the checks fall after
+steps 4, 6 (end of epoch 1) and 8, and a layer collapsed from the start
+is warned about at step 8; step 12 ends epoch 2 and is one check.
+
+A rate that is not a number (NaN: the model's outputs are not finite,
+e.g. after its weights diverged, where the step-mode boundaries would
+otherwise read as 0) is logged as NaN and is not a check of that layer:
+it neither counts toward a collapse nor ends a streak.
 
 Where the rates come from:
 
@@ -66,6 +82,17 @@ def _cell_wrappers(cell):
     return wrappers
 
 
+# What to change, named in the warnings: the boundary prior of the
+# sequence layers (expected segment lengths) and the detectors' bias.
+_PRIOR = ("Use the boundary prior of hmkeras.HMLSTM / hmkeras.HMRNN "
+          "(`boundary_prior`, `segment_lengths`; hmkeras.BoundaryPrior)")
+_ADVICE = {
+    "low": f"{_PRIOR} with shorter expected segments, or a higher "
+           "`boundary_bias`.",
+    "high": f"{_PRIOR} with longer expected segments.",
+}
+
+
 class BoundaryCollapseWarning(UserWarning):
     """A boundary layer's rate stayed at (about) 0 or 1 for too long."""
 
@@ -80,23 +107,28 @@ class BoundaryMonitor(keras.callbacks.Callback):
         probe: A batch of the model's inputs on which the rates are measured
             (inference mode); not needed when the model's `train_step`
             reports `z_rate_l` itself (`hmkeras.TruncatedBPTTModel`).
-        interval: Positive int: check every `interval` training steps (and
-            at the end of every epoch). Default 100.
+        interval: Positive int: check every `interval` training steps, and
+            at the end of every epoch (see "Checks" in the module
+            docstring). Default 100.
         low: A rate below `low` counts as collapsed to 0; in [0, 1] and
             below `high`. Default 0.01.
-        high: A rate above `high` counts as collapsed to 1; in [0, 1].
-            Default 0.99.
+        high: A rate above `high` counts as collapsed to 1 (a layer that
+            fires on more than 80 % of the steps does not segment); in
+            [0, 1]. Default 0.8.
         patience: Positive int, the number of consecutive collapsed checks
-            before the warning. Default 3.
+            (interval and epoch-end checks alike) before the warning.
+            Default 3.
         stop_on_collapse: `True` or `False`: also set `model.stop_training`
             on a collapse.
         verbose: 0 (silent) or 1 (the warnings, default).
 
     Attributes:
-        collapses: `(step, name, layer, rate)` of every collapse warned about.
+        collapses: `(step, name, layer, rate)` of every collapse warned
+            about: the training step of the check that completed the
+            streak, the log name, the layer (1 for z^1) and its rate there.
     """
 
-    def __init__(self, probe=None, interval=100, low=0.01, high=0.99, patience=3,
+    def __init__(self, probe=None, interval=100, low=0.01, high=0.8, patience=3,
                  stop_on_collapse=False, verbose=1):
         super().__init__()
         self.probe = probe
@@ -117,6 +149,7 @@ class BoundaryMonitor(keras.callbacks.Callback):
         self._streaks = {}
         self._warned = set()
         self._step = 0
+        self._checked_step = None  # the step of the latest check
         self._probes = None  # built lazily, when the logs carry no rates
 
     def _build_probes(self):
@@ -169,11 +202,16 @@ class BoundaryMonitor(keras.callbacks.Callback):
             _, boundaries = cell.split_outputs(outputs)
             boundaries = np.asarray(boundaries, dtype=np.float64)
             per_layer = boundaries.reshape(-1, boundaries.shape[-1]).mean(axis=0)
+            if not np.all(np.isfinite(np.asarray(outputs))):
+                # Step-mode boundaries of NaN pre-activations are 0: a
+                # diverged model must not read as a collapse to 0.
+                per_layer = np.full_like(per_layer, np.nan)
             for index, rate in enumerate(per_layer):
                 rates[f"{prefix}z_rate_{index + 1}"] = float(rate)
         return rates
 
-    def _check(self, rates):
+    def _check(self, rates, where):
+        self._checked_step = self._step
         for name, rate in rates.items():
             if not math.isfinite(rate):
                 continue
@@ -191,15 +229,15 @@ class BoundaryMonitor(keras.callbacks.Callback):
             layer = int(name.rsplit("_", 1)[1])
             self.collapses.append((self._step, name, layer, rate))
             if state == "low":
-                what = (f"boundary layer {layer} ({name}) fires on {rate:.4f} of the "
-                        f"steps, below low={self.low}: layers above {layer} no "
-                        "longer update and get no gradient")
+                what = (f"fired on {rate:.4f} of the steps, below low={self.low}, "
+                        f"for {self.patience} checks in a row, so the layers above "
+                        "it barely update")
             else:
-                what = (f"boundary layer {layer} ({name}) fires on {rate:.4f} of the "
-                        f"steps, above high={self.high}: every step is a boundary, "
-                        "no segmentation is left")
-            message = (f"BoundaryMonitor at step {self._step}: {what} "
-                       f"({self.patience} checks in a row).")
+                what = (f"fired on {rate:.4f} of the steps, above high={self.high}, "
+                        f"for {self.patience} checks in a row, so it is not "
+                        "segmenting")
+            message = (f"BoundaryMonitor at {where}: boundary layer {layer} "
+                       f"({name}) {what}. {_ADVICE[state]}")
             if self.verbose:
                 warnings.warn(message, BoundaryCollapseWarning, stacklevel=2)
             if self.stop_on_collapse:
@@ -212,9 +250,11 @@ class BoundaryMonitor(keras.callbacks.Callback):
         rates = self._measure(logs)
         if logs is not None:
             logs.update(rates)
-        self._check(rates)
+        self._check(rates, f"step {self._step}")
 
     def on_epoch_end(self, epoch, logs=None):
         rates = self._measure(logs)
         if logs is not None:
             logs.update(rates)
+        if self._checked_step != self._step:  # else this step was checked
+            self._check(rates, f"step {self._step} (end of epoch {epoch + 1})")

@@ -1,6 +1,8 @@
-"""Tests for hmkeras.analysis.boundary_metrics: z-rates, z-ratio, boundary P/R/F1."""
+"""Tests for hmkeras.analysis.boundary_metrics: z-rates, z-ratio, boundary
+P/R/F1, word-token P/R/F1."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from hmkeras.analysis.boundary_metrics import boundary_scores
 from hmkeras.analysis.boundary_metrics import layer_boundary_scores
 from hmkeras.analysis.boundary_metrics import reference_boundaries
 from hmkeras.analysis.boundary_metrics import split_hierarchical_outputs
+from hmkeras.analysis.boundary_metrics import token_scores
 from hmkeras.analysis.boundary_metrics import z_rates
 from hmkeras.analysis.boundary_metrics import z_ratio
 
@@ -208,3 +211,166 @@ def test_layer_boundary_scores():
     assert [s.headline.f1 for s in layers] == [1.0, 1.0]
     with pytest.raises(ValueError, match=r"\(T, L-1\)"):
         layer_boundary_scores(z[:, 0], refs)
+
+
+# ------------------------------------------------------------- word tokens
+
+def _boundaries(length, positions):
+    z = np.zeros(length)
+    z[list(positions)] = 1.0
+    return z
+
+
+def _counts(scores):
+    return scores.true_positives, scores.num_predicted, scores.num_reference
+
+
+WORDS = "ab cd ef"   # words [0, 2), [3, 5), [6, 8); spaces at 2 and 5
+
+
+@pytest.mark.parametrize(
+    "positions, align, counts, prf",
+    [
+        # perfect: on the separators, on the last letters, on the first
+        # letters of the next words with align="after"
+        ((2, 5), "separator", (3, 3, 3), (1.0, 1.0, 1.0)),
+        ((1, 4), "separator", (3, 3, 3), (1.0, 1.0, 1.0)),
+        ((1, 4), "before", (3, 3, 3), (1.0, 1.0, 1.0)),
+        ((3, 6), "after", (3, 3, 3), (1.0, 1.0, 1.0)),
+        # shifted by one: "ab c|d e|f" and "a|b c|d ef": no word right
+        ((3, 6), "separator", (0, 3, 3), (0.0, 0.0, 0.0)),
+        ((0, 3), "separator", (0, 3, 3), (0.0, 0.0, 0.0)),
+        ((1, 4), "after", (0, 3, 3), (0.0, 0.0, 0.0)),
+        # "after" on the separators cuts before them: "ab| cd| ef"
+        ((2, 5), "after", (3, 3, 3), (1.0, 1.0, 1.0)),
+        # over-segmented: "a|b |cd |ef": cd and ef right
+        ((0, 2, 5), "separator", (2, 4, 3), (0.5, 2 / 3, 4 / 7)),
+        # every character a boundary: single letters, no word right
+        (range(8), "separator", (0, 6, 3), (0.0, 0.0, 0.0)),
+        # both the last letter and the separator: "ab| |cd| |ef": the
+        # separator-only segments are no tokens
+        ((1, 2, 4, 5), "separator", (3, 3, 3), (1.0, 1.0, 1.0)),
+        # under-segmented: "ab |cd ef"
+        ((2,), "separator", (1, 2, 3), (0.5, 1 / 3, 0.4)),
+        # no boundary: one token "ab cd ef", wrong
+        ((), "separator", (0, 1, 3), (0.0, 0.0, 0.0)),
+    ],
+)
+def test_token_scores_hand_computed(positions, align, counts, prf):
+    s = token_scores(_boundaries(len(WORDS), positions), WORDS, align=align)
+    assert _counts(s) == counts
+    np.testing.assert_allclose((s.precision, s.recall, s.f1), prf)
+
+
+def test_token_scores_separators_and_text_edges():
+    # Runs of separators: a cut anywhere in (or at either edge of) the run
+    # between two words gives the same two words.
+    for position in (1, 2, 3):
+        s = token_scores(_boundaries(6, [position]), "ab  cd")
+        assert _counts(s) == (2, 2, 2), position
+    # Separators at the edges of the text belong to no token.
+    assert _counts(token_scores(np.zeros(4), " ab ")) == (1, 1, 1)
+    # A word cut by the end of the text is a word.
+    assert _counts(token_scores(_boundaries(5, [2]), "ab cd")) == (2, 2, 2)
+    # PTB's "_".
+    s = token_scores(_boundaries(7, [2, 4]), "ab_c_de", separators="_")
+    assert _counts(s) == (3, 3, 3)
+    assert _counts(token_scores(_boundaries(7, [2, 4]), "ab_c_de")) == (0, 3, 1)
+
+
+def test_token_scores_empty_cases():
+    for text in ("", "   "):
+        s = token_scores(np.zeros(len(text)), text)
+        assert tuple(s) == (0.0, 0.0, 0.0, 0, 0, 0)
+    # one word and no boundary: right
+    assert tuple(token_scores(np.zeros(3), "abc")) == (1.0, 1.0, 1.0, 1, 1, 1)
+
+
+def test_token_scores_rows_threshold_and_character_lists():
+    pred = np.array([[0.1, 0.2, 0.9, 0.0, 0.0],    # "ab |cd": both right
+                     [0.0, 0.7, 0.0, 0.0, 0.0]])   # "xy| zw": both right
+    s = token_scores(pred, ["ab cd", "xy zw"])
+    assert _counts(s) == (4, 4, 4)
+    s = token_scores(pred, ["ab cd", "xyzww"])     # second row: one word
+    assert _counts(s) == (2, 4, 3)
+    assert _counts(token_scores(pred, ["ab cd", "xyzww"], threshold=0.8)) == (3, 3, 3)
+    assert token_scores([False, False, True, False, False], list("ab cd")).f1 == 1.0
+
+
+def test_token_scores_against_reference_boundaries():
+    # Phrases, which no separator marks: "abc|de|f" on the last letters.
+    reference = _boundaries(6, [2, 4])
+    assert _counts(token_scores(_boundaries(6, [2, 4]), reference)) == (3, 3, 3)
+    assert _counts(token_scores(_boundaries(6, [2]), reference)) == (1, 2, 3)
+    # Every character counts: on the separator is not on the last letter.
+    text = "ab cd"
+    by_separator = reference_boundaries(text)
+    assert token_scores(_boundaries(5, [2]), by_separator).f1 == 1.0
+    assert _counts(token_scores(_boundaries(5, [1]), by_separator)) == (0, 2, 2)
+    # "after": the boundary starts a segment, "ab |cd" against "ab| cd".
+    after = reference_boundaries(text, align="after")
+    assert token_scores(after, after, align="after").f1 == 1.0
+    assert _counts(token_scores(after, by_separator, align="after")) == (0, 2, 2)
+
+
+def _brute_force_tokens(pred, text, separators, align):
+    """Token counts by walking the characters: segments between the cuts,
+    stripped of separators, compared as (start, end) spans."""
+    cuts = [t if align == "after" else t + 1 for t, b in enumerate(pred) if b]
+    edges = [0] + cuts + [len(text)]
+    predicted = []
+    for start, end in zip(edges[:-1], edges[1:]):
+        while start < end and text[start] in separators:
+            start += 1
+        while end > start and text[end - 1] in separators:
+            end -= 1
+        if start < end:
+            predicted.append((start, end))
+    pattern = "[^" + re.escape(separators) + "]+"
+    words = [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+    return sum(span in words for span in predicted), len(predicted), len(words)
+
+
+def _brute_force_segments(pred, ref, align):
+    def spans(z):
+        cuts = [t if align == "after" else t + 1 for t, b in enumerate(z) if b]
+        edges = sorted({0, len(z), *cuts})
+        return list(zip(edges[:-1], edges[1:]))
+    predicted, reference = spans(pred), spans(ref)
+    return sum(s in reference for s in predicted), len(predicted), len(reference)
+
+
+@pytest.mark.parametrize("align", ["separator", "before", "after"])
+def test_token_scores_match_a_brute_force_count(align):
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        length = int(rng.integers(0, 25))
+        text = "".join(rng.choice(list("ab _."), size=length, p=[0.35, 0.35, 0.1, 0.1, 0.1]))
+        separators = " _" if trial % 2 else " "
+        pred = rng.random(length) < rng.choice([0.05, 0.2, 0.5, 0.9])
+        expected = _brute_force_tokens(pred, text, separators, align)
+        s = token_scores(pred, text, separators=separators, align=align)
+        assert _counts(s) == expected, (text, pred.astype(int), align)
+        tp, n_pred, n_ref = expected
+        assert s.precision == (tp / n_pred if n_pred else 0.0)
+        assert s.recall == (tp / n_ref if n_ref else 0.0)
+        ref = rng.random(length) < 0.3
+        assert _counts(token_scores(pred, ref, align=align)) == (
+            _brute_force_segments(pred, ref, align))
+
+
+def test_token_scores_errors():
+    with pytest.raises(ValueError, match=r"`align` must be 'separator', 'before' or 'after'"):
+        token_scores(np.zeros(3), "abc", align="last_char")
+    with pytest.raises(ValueError, match=r"`reference`.*T = 4"):
+        token_scores(np.zeros(4), "abc")
+    with pytest.raises(ValueError, match=r"`reference`.*\(4,\)"):
+        token_scores(np.zeros(4), np.zeros(3))
+    with pytest.raises(ValueError, match="`predicted`"):
+        token_scores(np.zeros((2, 2, 2)), "ab")
+    with pytest.raises(ValueError, match="`separators`"):
+        token_scores(np.zeros(3), "abc", separators="")
+    with pytest.raises(ValueError, match=r"`reference`.*2 strings"):
+        token_scores(np.zeros((2, 3)), ["abc"] * 3)
+    with pytest.raises(ValueError, match="single characters"):
+        token_scores(np.zeros(2), ["ab", "c"])

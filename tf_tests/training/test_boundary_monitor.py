@@ -96,3 +96,100 @@ def test_bad_arguments_and_missing_probe():
     with pytest.raises(ValueError, match="needs `probe`"):
         model.fit(x, y, batch_size=4, epochs=1, verbose=0,
                   callbacks=[hmkeras.BoundaryMonitor(interval=1)])
+
+
+# ---------------------------------------------------------------------------
+# Checks at every epoch's end, the default `high`, the advice, NaN rates
+# ---------------------------------------------------------------------------
+class _ReportedRates(keras.Model):
+    """A model whose train_step reports fixed boundary rates."""
+
+    def __init__(self, rates):
+        super().__init__()
+        self.rates = rates
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        return {f"z_rate_{i + 1}": float(r) for i, r in enumerate(self.rates)}
+
+
+def _fit_reported(rates, epochs, monitor, steps=3):
+    model = _ReportedRates(rates)
+    model.compile("sgd")
+    x = np.zeros((steps * 2, 1), "float32")
+    return model.fit(x, x, batch_size=2, epochs=epochs, callbacks=[monitor],
+                     verbose=0, shuffle=False)
+
+
+def test_a_run_shorter_than_interval_times_patience_warns_at_epoch_ends():
+    # 6 steps per epoch, 12 in all, far fewer than interval * patience = 200:
+    # only the two epoch-end checks can see the collapse.
+    model, _ = _model(boundary_bias=-50.0)
+    x, y = _data()
+    monitor = hmkeras.BoundaryMonitor(probe=x[:8], interval=100, patience=2)
+    with pytest.warns(BoundaryCollapseWarning,
+                      match=r"at step 12 \(end of epoch 2\): boundary layer 1 "
+                            r"\(z_rate_1\) fired on 0\.0000 .*below low=0\.01") as caught:
+        history = model.fit(x, y, batch_size=4, epochs=2, callbacks=[monitor], verbose=0)
+    assert history.history["z_rate_1"] == [0.0, 0.0]
+    assert [(c[0], c[1]) for c in monitor.collapses] == [(12, "z_rate_1"), (12, "z_rate_2")]
+    message = str(caught[0].message)
+    for hint in ("boundary_prior", "segment_lengths", "hmkeras.HMLSTM", "hmkeras.HMRNN",
+                 "hmkeras.BoundaryPrior", "shorter", "boundary_bias"):
+        assert hint in message, (hint, message)
+
+
+def test_an_epoch_end_that_is_also_an_interval_step_is_one_check():
+    # 6 steps per epoch, interval 3: checks after steps 3, 6 (also the end of
+    # epoch 1, counted once), 9, 12: the third check is step 9.  Counted
+    # twice, step 6 would have been the third.
+    monitor = hmkeras.BoundaryMonitor(interval=3, patience=3, verbose=0)
+    _fit_reported([0.0], epochs=2, monitor=monitor, steps=6)
+    assert monitor.collapses == [(9, "z_rate_1", 1, 0.0)]
+    # Interval 4: checks after steps 4, 6 (end of epoch 1), 8.
+    monitor = hmkeras.BoundaryMonitor(interval=4, patience=3, verbose=0)
+    _fit_reported([0.0], epochs=2, monitor=monitor, steps=6)
+    assert monitor.collapses == [(8, "z_rate_1", 1, 0.0)]
+
+
+def test_a_rate_of_0_93_warns_under_the_defaults():
+    monitor = hmkeras.BoundaryMonitor()
+    assert (monitor.low, monitor.high) == (0.01, 0.8)
+    with pytest.warns(BoundaryCollapseWarning,
+                      match=r"at step 9 \(end of epoch 3\): boundary layer 1 \(z_rate_1\) "
+                            r"fired on 0\.9300 of the steps, above high=0\.8") as caught:
+        _fit_reported([0.93, 0.5], epochs=3, monitor=monitor)
+    assert monitor.collapses == [(9, "z_rate_1", 1, pytest.approx(0.93))]
+    message = str(caught[0].message)
+    for hint in ("not segmenting", "longer", "boundary_prior", "segment_lengths",
+                 "hmkeras.HMLSTM", "hmkeras.HMRNN", "hmkeras.BoundaryPrior"):
+        assert hint in message, (hint, message)
+    assert "boundary_bias" not in message
+
+
+def test_rates_between_low_and_high_do_not_warn():
+    monitor = hmkeras.BoundaryMonitor(patience=1)
+    _fit_reported([0.79, 0.011], epochs=3, monitor=monitor)
+    assert monitor.collapses == []
+
+
+def test_nan_rates_are_logged_as_nan_and_are_no_collapse():
+    # Reported by the train step.
+    monitor = hmkeras.BoundaryMonitor(interval=1, patience=1)
+    history = _fit_reported([float("nan")], epochs=2, monitor=monitor)
+    assert np.isnan(history.history["z_rate_1"]).all()
+    assert monitor.collapses == []
+    # Measured on the probe of a model whose weights are NaN: its step-mode
+    # boundaries are all 0, but the rates are NaN, not a collapse to 0.
+    model, _ = _model()
+    embedding = model.layers[0]
+    embedding.embeddings.assign(np.full(embedding.embeddings.shape, np.nan, "float32"))
+    x, y = _data()
+    monitor = hmkeras.BoundaryMonitor(probe=x[:8], interval=1, patience=1)
+    history = model.fit(x, y, batch_size=4, epochs=1, callbacks=[monitor], verbose=0)
+    assert np.isnan(history.history["z_rate_1"]).all()
+    assert np.isnan(history.history["z_rate_2"]).all()
+    assert monitor.collapses == []
