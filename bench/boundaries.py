@@ -160,7 +160,7 @@ def windows(ids, length):
     return x, y
 
 
-def evaluate(model, rnn_model, cell, heldout_ids, references):
+def evaluate(model, rnn_model, cell, heldout, heldout_ids, references):
     from hmkeras.analysis import boundary_metrics
 
     x, y = windows(heldout_ids, FLAGS.eval_len)
@@ -181,6 +181,9 @@ def evaluate(model, rnn_model, cell, heldout_ids, references):
         trimmed = {k: np.asarray(v)[: len(z)] for k, v in refs[target].items()}
         scores = boundary_metrics.aligned_boundary_scores(z[:, layer], trimmed)
         result[f"z{layer + 1}_vs_{target}"] = scores.as_dict()
+    separators = " ,.\n" if FLAGS.corpus == "synthetic" else " \t\n"
+    tokens = boundary_metrics.token_scores(z[:, 0], heldout[: len(z)], separators)
+    result["z1_token_f1"] = float(tokens.f1)
     return result
 
 
@@ -205,6 +208,7 @@ def summarize(rows):
                 if key in mine[0]:
                     line += f"  F1 {key} {stat([r[key]['f1'] for r in mine])}"
                     line += " [" + ",".join(r[key]["alignment"] for r in mine) + "]"
+            line += f"  token F1 {stat([r['z1_token_f1'] for r in mine])}"
         print(line, flush=True)
 
 
@@ -237,7 +241,7 @@ def main(argv):
             row = {"corpus": FLAGS.corpus, "model": name, "seed": seed,
                    "steps": FLAGS.steps, "units": FLAGS.units,
                    "train_seconds": round(time.time() - start, 1)}
-            row.update(evaluate(model, rnn_model, cell, heldout_ids, references))
+            row.update(evaluate(model, rnn_model, cell, heldout, heldout_ids, references))
             rows.append(row)
             print(json.dumps(row), flush=True)
             if FLAGS.output:

@@ -151,9 +151,9 @@ flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
 flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM cells (hmlstm, hmrnn); "
                   "--nolayer_norm for Kadar et al.'s non-LN rows.")
 flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors (extension).")
-flags.DEFINE_enum("boundary_prior", "binomial", ["binomial", "rate", "none"],
+flags.DEFINE_enum("boundary_prior", "rate", ["rate", "binomial", "none"],
                   "Boundary prior of the HM cells (hmkeras.BoundaryPrior, an extension): "
-                  "binomial, rate, or none for the papers' model.")
+                  "rate, binomial, or none for the papers' model.")
 flags.DEFINE_list("segment_lengths", None, "The prior's expected segment length of "
                   "z^1 .. z^{L-1}, in characters, e.g. 5,15 (default: 5, 3x longer per layer).")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
@@ -331,8 +331,10 @@ def load_texts(s):
     `reference(split, text)` gives `{unit: {alignment: 0/1 array}}`: the word
     boundaries (`"words"`; on the synthetic corpus also the phrase ends,
     `"phrases"`), each placed on the separator that follows the unit
-    (`"separator"`) and on its last character (`"last_char"`); a model may
-    learn either, its boundaries are scored against both.
+    (`"separator"`) and on its last character (`"last_char"`), on the
+    synthetic corpus also on the last separator before the next unit
+    (`"last_separator"`, after `", "`); a model may learn any, its
+    boundaries are scored against each and headlined by the best.
     """
     from hmkeras.analysis import boundary_metrics
     from hmkeras import data
@@ -349,13 +351,17 @@ def load_texts(s):
         # alignment puts the boundary one step later, on the separator that
         # follows, as for real text (spaces, PTB's `_`) and as Chung et al.
         # observe their detectors fire ("after it sees a space").
-        def reference(split, _):
+        def reference(split, text):
             references = {}
             for unit, marks in (("words", corpus.word_boundaries(split)),
                                 ("phrases", corpus.phrase_boundaries(split))):
                 last_char = marks.astype(int)
-                references[unit] = {"separator": np.concatenate([[0], last_char[:-1]]),
-                                    "last_char": last_char}
+                references[unit] = {
+                    "separator": np.concatenate([[0], last_char[:-1]]),
+                    "last_char": last_char,
+                    "last_separator": boundary_metrics.before_next_unit(
+                        last_char, text, word_separators("synthetic")),
+                }
             return references
 
         return texts, reference, info
@@ -372,7 +378,7 @@ def load_texts(s):
             }
         except (data.DatasetFilesNotFoundError, data.DatasetVerificationError) as error:
             raise FlagError(data_error_message(error, s)) from None
-    separators = "_" if s["dataset"] == "ptb_char" else " \t\n"
+    separators = word_separators(s["dataset"])
 
     def reference(_, text):
         if isinstance(text, (bytes, bytearray)):
@@ -383,6 +389,12 @@ def load_texts(s):
         }}
 
     return texts, reference, {}
+
+
+def word_separators(dataset):
+    """The characters between the words of `dataset`'s text (`_` in the
+    character-level PTB; the embedded corpus also has `,` and `.`)."""
+    return {"ptb_char": "_", "synthetic": " ,.\n"}.get(dataset, " \t\n")
 
 
 def data_error_message(error, s):
@@ -984,6 +996,9 @@ def _run(s, changed):
                        boundary_scores=test.boundary_scores)
         if test.boundaries is not None:
             results.update(more_boundary_scores(test.boundaries, references))
+            results.update(segment_figures(
+                test.boundaries, _as_text(texts["test"]), word_separators(s["dataset"]),
+                s["excerpt_chars"]))
     results["segmentation_png"] = plot_excerpt(
         s, lm, vocab, texts["validation"], os.path.join(s["output_dir"], "segmentation.png"))
     results["step_model"] = export_step_model(
@@ -1031,6 +1046,40 @@ def more_boundary_scores(boundaries, references):
                 boundaries[:, 1], cut("phrases"), tolerance)
             out[key] = {"layer": 2, **scores.as_dict()}
     return out
+
+
+def _as_text(text):
+    """A split's text as a string (byte corpora read as Latin-1)."""
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("latin-1")
+    return text
+
+
+def segment_figures(boundaries, text, separators, excerpt_chars):
+    """Word-token scores of z^1 and a marked excerpt, for results.json.
+
+    Args:
+        boundaries: The `(T, L-1)` boundaries of the test text, step `t`
+            after reading `text[t]`.
+        text: The test text (at least `T` characters).
+        separators: The characters between its words.
+        excerpt_chars: Length of the excerpt.
+
+    Returns:
+        `{"token_scores": BoundaryScores._asdict() of z^1 against the
+        words, "segment_excerpt": the first characters with "|" after
+        every z^1 and "‖" after every higher boundary}`.
+    """
+    from hmkeras.analysis import boundary_metrics
+    from hmkeras.analysis.segment_marks import mark_segments
+
+    text = text[: boundaries.shape[0]]
+    scores = boundary_metrics.token_scores(boundaries[:, 0], text, separators)
+    return {
+        "token_scores": {name: value.item() if hasattr(value, "item") else value
+                         for name, value in scores._asdict().items()},
+        "segment_excerpt": mark_segments(text[:excerpt_chars], boundaries[:excerpt_chars]),
+    }
 
 
 def word_level_results(test, test_text):
@@ -1097,10 +1146,18 @@ def _print_summary(r):
         print(_boundary_line(f"z^{r['phrase_boundary_scores']['layer']} vs phrases",
                              r["phrase_boundary_scores"],
                              r.get("phrase_boundary_scores_tolerance_1")))
+    if r.get("token_scores"):
+        t = r["token_scores"]
+        print(f"z^1 segments vs words (tokens): P {t['precision']:.3f} R {t['recall']:.3f} "
+              f"F1 {t['f1']:.3f}")
+    if r.get("segment_excerpt"):
+        print("test text, | after z^1, \u2016 after z^2 and above:")
+        print(r["segment_excerpt"])
     print(f"wrote {r['segmentation_png']} and {r['step_model']}")
 
 
-ALIGNMENT_NAMES = {"separator": "separator", "last_char": "last character"}
+ALIGNMENT_NAMES = {"separator": "separator", "last_char": "last character",
+                   "last_separator": "last separator"}
 
 
 def _boundary_line(label, scores, loose=None):

@@ -238,6 +238,47 @@ def reference_boundaries(text, separators=" \t\n", align="separator"):
 _ALIGNMENTS = ("separator", "before", "after")
 
 
+def before_next_unit(last_characters, text, separators=" \t\n"):
+    """Unit ends moved to the last separator before the next unit.
+
+    A boundary on a unit's last character (a word's, a phrase's) moves to
+    the last character of the run of separators that follows it, the step
+    just before the next unit starts; a unit with no separator after it
+    keeps no boundary. This is the third side a causal detector can mark
+    where units are separated by several characters (`", "`, `".\n"`):
+    after the unit, after the whole separator.
+
+    Args:
+        last_characters: 0/1 `(len(text),)`: 1 on the last character of
+            every unit.
+        text: The text (a string or a sequence of single characters).
+        separators: The characters between units.
+
+    Returns:
+        An int array `(len(text),)` of 0/1.
+
+    Example:
+
+    >>> before_next_unit([0, 1, 0, 0, 1, 0, 1], "ab, c d", " ,").tolist()
+    [0, 0, 0, 1, 0, 1, 0]
+    """
+    last_characters = np.asarray(last_characters)
+    if last_characters.shape != (len(text),):
+        raise ValueError(
+            "`last_characters` must have one 0/1 value per character of `text`: "
+            f"shape ({len(text)},). Received shape {last_characters.shape}"
+        )
+    is_sep = _separator_mask(text, separators)
+    out = np.zeros(len(text), dtype=np.int64)
+    for end in np.flatnonzero(last_characters):
+        step = end + 1
+        while step < len(text) and is_sep[step]:
+            step += 1
+        if step - 1 > end:
+            out[step - 1] = 1
+    return out
+
+
 def _check_align(align):
     if align not in _ALIGNMENTS:
         raise ValueError(

@@ -17,8 +17,8 @@ from hmkeras.cells.sequence_layer import SequenceLayer
 
 _PRIOR_DOCS = """\
 boundary_prior: The form of the boundary prior whose loss the layer adds
-    while training (`hmkeras.BoundaryPrior`): `"binomial"` (default) or
-    `"rate"`; `None` adds none and gives exactly the papers' model. An
+    while training (`hmkeras.BoundaryPrior`): `"rate"` (default) or
+    `"binomial"`; `None` adds none and gives exactly the papers' model. An
     extension: trained on the language-modelling loss alone the boundary
     detectors fire on most steps and segment nothing.
 segment_lengths: The expected segment length (in steps, > 1) of every
@@ -32,7 +32,7 @@ class HierarchicalSequenceLayer(SequenceLayer):
     """Base of `HMLSTM` and `HMRNN`; see `SequenceLayer`."""
 
     layer_parameters = (
-        inspect.Parameter("boundary_prior", inspect.Parameter.KEYWORD_ONLY, default="binomial"),
+        inspect.Parameter("boundary_prior", inspect.Parameter.KEYWORD_ONLY, default="rate"),
         inspect.Parameter("segment_lengths", inspect.Parameter.KEYWORD_ONLY, default=None),
     )
     layer_argument_docs = _PRIOR_DOCS

@@ -151,8 +151,8 @@ class CharLanguageModelConfig(JsonConfig):
         boundary_bias: Initial bias of the boundary detectors (an
             extension; 0 in the papers).
         boundary_prior: The form of the `BoundaryPrior` added to the
-            training loss of the hierarchical cells, `"binomial"` (default)
-            or `"rate"`; None for the papers' model (no prior). Ignored by
+            training loss of the hierarchical cells, `"rate"` (default)
+            or `"binomial"`; None for the papers' model (no prior). Ignored by
             the other cells.
         segment_lengths: The prior's expected segment length per boundary
             layer (None: the defaults, `(5, 15)` for three layers);
@@ -193,7 +193,7 @@ class CharLanguageModelConfig(JsonConfig):
     top_down: bool = True
     copy_last: bool = False
     boundary_bias: float = 0.0
-    boundary_prior: str = "binomial"
+    boundary_prior: str = "rate"
     segment_lengths: list = None
     weight_normalization: bool = False
     weight_normalization_scope: str = "recurrent"

@@ -181,8 +181,11 @@ class WordLanguageModel:
         recurrent layer, bottom first: its cell and its sequence layer."""
         c = self.config
         if c.cell == "hmlstm":
+            # The papers' model with either kind of layer: the wrapped top
+            # layer (`RNN(wrapper(cell))`) cannot add a boundary prior.
+            prior = dict(boundary_prior=None) if c.sequence_layer and c.wrapper == "none" else {}
             return [(HMLSTMCell, HMLSTM, (c.units,),
-                     dict(num_layers=c.num_layers, seed=c.seed), None)]
+                     dict(num_layers=c.num_layers, seed=c.seed, **prior), None)]
         specs = []
         for i in range(c.num_layers):
             if c.cell == "lstm":

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hmkeras.analysis.boundary_metrics import aligned_boundary_scores
+from hmkeras.analysis.boundary_metrics import before_next_unit
 from hmkeras.analysis.boundary_metrics import boundary_scores
 from hmkeras.analysis.boundary_metrics import layer_boundary_scores
 from hmkeras.analysis.boundary_metrics import reference_boundaries
@@ -374,3 +375,20 @@ def test_token_scores_errors():
         token_scores(np.zeros((2, 3)), ["abc"] * 3)
     with pytest.raises(ValueError, match="single characters"):
         token_scores(np.zeros(2), ["ab", "c"])
+
+
+def test_before_next_unit_moves_ends_past_their_separators():
+    text = "ab, cd e.\nf"
+    last = [0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 1]
+    moved = before_next_unit(last, text, " ,.\n")
+    # "ab" -> the space of ", "; "cd" -> its space; "e" -> the newline;
+    # "f" ends the text: nothing follows, no boundary.
+    assert moved.tolist() == [0, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0]
+    # With one separator character the last separator is the separator.
+    words = "the cat sat"
+    np.testing.assert_array_equal(
+        before_next_unit(
+            reference_boundaries(words, align="before"), words),
+        reference_boundaries(words, align="separator"))
+    with pytest.raises(ValueError, match="last_characters"):
+        before_next_unit([0, 1], text)

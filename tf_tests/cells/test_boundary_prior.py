@@ -41,7 +41,7 @@ def hierarchical_outputs(z, seed=0):
 def test_binomial_value_matches_the_reference():
     rng = np.random.default_rng(0)
     z = (rng.random((3, 12, 2)) < [0.6, 0.1]).astype("float64")
-    prior = hmkeras.BoundaryPrior((4, 20))
+    prior = hmkeras.BoundaryPrior((4, 20), form="binomial")
     assert float(prior(hierarchical_outputs(z))) == pytest.approx(
         reference_binomial(z, (4, 20)), rel=1e-10)
     mask = rng.random((3, 12)) < 0.7
@@ -49,14 +49,14 @@ def test_binomial_value_matches_the_reference():
         reference_binomial(z, (4, 20), mask), rel=1e-10)
     # Fractional counts (soft boundaries) through lgamma, and the weight.
     soft = rng.random((2, 7, 2))
-    scaled = hmkeras.BoundaryPrior((4, 20), weight=0.5)
+    scaled = hmkeras.BoundaryPrior((4, 20), form="binomial", weight=0.5)
     assert float(scaled(hierarchical_outputs(soft))) == pytest.approx(
         0.5 * reference_binomial(soft, (4, 20)), rel=1e-10)
 
 
 def test_binomial_is_smallest_near_the_target_count():
     # One row of 20 steps, target length 5: the count 4 costs least.
-    prior = hmkeras.BoundaryPrior((5,))
+    prior = hmkeras.BoundaryPrior((5,), form="binomial")
     values = []
     for count in range(21):
         z = np.zeros((1, 20, 1))
@@ -69,8 +69,8 @@ def test_binomial_is_smallest_near_the_target_count():
 def test_rate_value_matches_the_reference():
     rng = np.random.default_rng(1)
     z = (rng.random((3, 10, 2)) < [0.7, 0.1]).astype("float32")
-    prior = hmkeras.BoundaryPrior((5, 15), form="rate")
-    assert prior.weight == 5.0
+    prior = hmkeras.BoundaryPrior((5, 15))
+    assert prior.form == "rate" and prior.weight == 5.0
     assert float(prior(hierarchical_outputs(z).astype("float32"))) == pytest.approx(
         reference_rate(z, (5, 15), 5.0), rel=1e-5)
 
@@ -97,13 +97,14 @@ def test_gradient_with_respect_to_the_boundaries(form):
         assert gradient[index] == pytest.approx((numeric[0] - numeric[1]) / 2e-6, rel=1e-6)
 
 
-def test_gradient_through_the_cell_matches_finite_differences():
+@pytest.mark.parametrize("form", ["rate", "binomial"])
+def test_gradient_through_the_cell_matches_finite_differences(form):
     # In "soft" mode z = z~ = hard_sigm(s_z): the prior is a smooth function
     # of the weights inside the linear region of hard_sigm.
     cell = make_cell(boundary_mode="soft", units=[4, 3, 3])
     rnn = keras.layers.RNN(cell, return_sequences=True, dtype="float64")
     x = inputs()
-    prior = hmkeras.BoundaryPrior((3, 6))
+    prior = hmkeras.BoundaryPrior((3, 6), form=form)
     weight = next(w for w in cell.weights if w.name == "kernel_1")
     with tf.GradientTape() as tape:
         value = prior(rnn(x))
@@ -127,10 +128,10 @@ def test_gradient_through_the_cell_matches_finite_differences():
 def test_sequence_layer_adds_the_prior_while_training(layer_class):
     x = np.random.default_rng(3).normal(size=(2, 9, 4)).astype("float32")
     layer = layer_class(6, return_sequences=True, seed=1)
-    assert layer.segment_lengths == (5.0, 15.0) and layer.boundary_prior.form == "binomial"
+    assert layer.segment_lengths == (5.0, 15.0) and layer.boundary_prior.form == "rate"
     outputs = layer(x, training=True)
     assert len(layer.losses) == 1
-    expected = hmkeras.BoundaryPrior((5, 15))(outputs)
+    expected = hmkeras.BoundaryPrior((5, 15), form="rate")(outputs)
     assert float(layer.losses[0]) == pytest.approx(float(expected), rel=1e-6)
     layer(x)  # inference: no prior, the papers' model
     assert layer.losses == []
@@ -204,3 +205,32 @@ def test_pulls_the_rate_toward_its_target_in_fit(form):
     assert before > 0.5 and after < before - 0.1
     before, after = rate_after_fit(1.1, bias=-0.5, weight=0.0)
     assert after == before
+
+
+def test_default_fit_on_the_embedded_corpus_holds_the_rates_near_the_targets():
+    # A plain `fit` of the default layer, as a user writes it: after 120
+    # steps the boundary rates sit near 1/5 and 1/15; the papers' model
+    # (boundary_prior=None) on the same batches fires on most characters.
+    corpus = hmkeras.data.SyntheticHierarchicalCorpus(
+        seed=0, train_chars=20_000, valid_chars=1_000, test_chars=1_000)
+    text = corpus.text("train")
+    symbols = sorted(set(text))
+    ids = np.array([symbols.index(c) for c in text])
+    x = ids[:19_200].reshape(-1, 40)
+    y = ids[1:19_201].reshape(-1, 40)
+
+    def rates_after_fit(**prior):
+        keras.utils.set_random_seed(0)
+        layer = hmkeras.HMLSTM(16, return_sequences=True, **prior)
+        tokens = keras.Input((None,), dtype="int32")
+        outputs = layer(keras.layers.Embedding(len(symbols), 8)(tokens))
+        model = keras.Model(tokens, keras.layers.Dense(len(symbols))(outputs))
+        model.compile(keras.optimizers.Adam(0.01, clipnorm=1.0),
+                      keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0)
+        _, z = layer.split_outputs(keras.Model(tokens, outputs)(x[:100]))
+        return np.asarray(z).mean(axis=(0, 1))
+
+    rates = rates_after_fit()
+    assert 0.2 * 0.7 < rates[0] < 0.2 * 1.3 and 0.067 * 0.5 < rates[1] < 0.067 * 1.5
+    assert rates_after_fit(boundary_prior=None)[0] > 0.5

@@ -141,7 +141,7 @@ def test_hierarchical_options_refused_for_other_cells():
     # From a preset they are dropped (back to their defaults).
     s = _settings("--preset=quick", "--cell=lstm")
     assert s["top_down"] is True and s["segment_lengths"] is None
-    assert s["boundary_prior"] == "binomial"
+    assert s["boundary_prior"] == "rate"
 
 
 def test_presets_and_explicit_flags():

@@ -34,7 +34,7 @@ CASES = [
     ("examples/ptb_char.py", ["--segment_lengths=5,1"],
      ["--segment_lengths", "numbers > 1"]),
     ("examples/ptb_char.py", ["--boundary_prior=poisson"],
-     ["--boundary_prior", "binomial, rate, none"]),
+     ["--boundary_prior=poisson", "<rate|binomial|none>"]),
     ("examples/ptb_char.py", ["--unitz=3"], ["Unknown command line flag 'unitz'"]),
     ("examples/ptb_char.py", ["stray"], ["unexpected arguments ['stray']"]),
     # Combinations, checked after the preset is applied.
