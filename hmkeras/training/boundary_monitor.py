@@ -156,9 +156,12 @@ class BoundaryMonitor(keras.callbacks.Callback):
         return probes
 
     def _measure(self, logs):
-        """`{log_name: rate}` of every boundary layer."""
+        """`{log_name: rate}` of every boundary layer; NaN where the pass
+        that gave them was not finite (a NaN state reads as z = 0)."""
         if logs and "z_rate_1" in logs:
-            return {k: float(v) for k, v in logs.items() if k.startswith("z_rate_")}
+            finite = math.isfinite(float(logs.get("loss", 0.0)))
+            return {k: float(v) if finite else math.nan
+                    for k, v in logs.items() if k.startswith("z_rate_")}
         if self._probes is None:
             self._probes = self._build_probes()
         rates = {}
@@ -166,9 +169,11 @@ class BoundaryMonitor(keras.callbacks.Callback):
             outputs = probe_model(self.probe, training=False)
             for wrapper in wrappers:  # the wrapped cell's part of the output
                 outputs = wrapper.cell_outputs(outputs)
-            _, boundaries = cell.split_outputs(outputs)
+            hiddens, boundaries = cell.split_outputs(outputs)
             boundaries = np.asarray(boundaries, dtype=np.float64)
             per_layer = boundaries.reshape(-1, boundaries.shape[-1]).mean(axis=0)
+            if not all(np.all(np.isfinite(h)) for h in hiddens):
+                per_layer = np.full_like(per_layer, np.nan)
             for index, rate in enumerate(per_layer):
                 rates[f"{prefix}z_rate_{index + 1}"] = float(rate)
         return rates
