@@ -314,6 +314,9 @@ def run(s):
                 f"--output_dir={out_dir!r} holds a run with other settings "
                 f"({', '.join(f'--{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
                 "choose another --output_dir or add --overwrite.")
+    finished = finished_results(s)
+    if finished is not None:
+        return finished
     splits, (mean, std), references, info = load_data(s)
     import keras
 
@@ -374,6 +377,23 @@ def run(s):
     results["wall_seconds"] = time.time() - started
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
+    _print_summary(results)
+    return results
+
+
+def finished_results(s):
+    """The results.json of a run in --output_dir that has the --max_epochs
+    these flags ask for: printed and returned as saved, nothing rewritten;
+    None otherwise."""
+    path = os.path.join(s["output_dir"], "results.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        results = json.load(f)
+    if results.get("epochs", 0) < s["max_epochs"]:
+        return None
+    print(f"{s['output_dir']} holds a finished run ({results['epochs']} epochs); its "
+          "results, unchanged (a larger --max_epochs trains on):")
     _print_summary(results)
     return results
 

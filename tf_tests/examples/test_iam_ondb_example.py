@@ -49,6 +49,12 @@ def test_tiny_run_resume_and_sampling(tmp_path):
     assert again["epochs"] == 2
     with open(os.path.join(out, "checkpoints", "latest", "progress.json")) as f:
         assert json.load(f)["epoch"] == 2
+    # Rerunning the finished run rewrites nothing.
+    before = open(os.path.join(out, "results.json"), "rb").read()
+    rerun = iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0",
+                                   "--max_epochs=2"))
+    assert rerun["epochs"] == 2 and rerun["wall_seconds"] == again["wall_seconds"]
+    assert open(os.path.join(out, "results.json"), "rb").read() == before
     # A model flag that differs is refused there.
     with pytest.raises(iam_ondb.FlagError, match="--units"):
         iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--units=9"))
