@@ -3,7 +3,8 @@
 A bad flag, several bad flags or a stray argument end the program with ONE
 line on stderr (naming the flags and what they allow) and exit status 1,
 never a traceback; so does a `FlagError`, raised by a script for flags that
-do not fit together, or with the data or the directories they name. A
+do not fit together, or with the data or the directories they name, and a
+`RunStopped` (a run that stopped itself, e.g. on a non-finite loss). A
 script's end is
 
     main = command_line.absl_main(run_from_flags)  # its work, from FLAGS
@@ -21,6 +22,7 @@ import sys
 
 from absl import app
 from absl import flags
+import numpy as np
 
 FLAGS = flags.FLAGS
 
@@ -29,6 +31,36 @@ class FlagError(ValueError):
     """Flags that do not fit together, or with the data, the files or the
     output directory they name; `absl_main` reports it in one line (its
     message names the flags), without a traceback."""
+
+
+class RunStopped(RuntimeError):
+    """A run that stopped itself (a non-finite loss); `absl_main` reports it
+    in one line (the step, and where the last good checkpoint is)."""
+
+
+def all_finite(variables):
+    """Whether every float variable in `variables` holds finite values only."""
+    return all(np.all(np.isfinite(v.numpy())) for v in variables
+               if np.issubdtype(np.dtype(v.dtype), np.floating))
+
+
+def non_finite_stop(step, what, checkpoint_path, saved_step):
+    """The `RunStopped` of a run whose step `step` gave `what` (e.g. "the
+    training loss is nan"): one line with the step and the last good
+    checkpoint (`checkpoint_path`, of step `saved_step`; None: none yet).
+
+    Example:
+
+    >>> print(non_finite_stop(7, "the training loss is nan", "run/checkpoints/latest", 5))
+    Step 7: the training loss is nan; training stopped, nothing saved at this step; the last good checkpoint is run/checkpoints/latest (step 5), untouched: rerun with a smaller --learning_rate to resume from it.
+    """
+    if saved_step is None:
+        where = "no checkpoint was saved before it: rerun with a smaller --learning_rate"
+    else:
+        where = (f"the last good checkpoint is {checkpoint_path} (step {saved_step}), "
+                 "untouched: rerun with a smaller --learning_rate to resume from it")
+    return RunStopped(f"Step {step}: {what}; training stopped, nothing saved at this "
+                      f"step; {where}.")
 
 
 def parse_flags(argv):
@@ -47,8 +79,8 @@ def parse_flags(argv):
 def absl_main(command):
     """The absl `main(argv)` of a script whose work is `command()`.
 
-    A `FlagError` from `command` ends the program with one line on stderr,
-    `<script>: <message>`, and exit status 1. An argument left in `argv`
+    A `FlagError` or `RunStopped` from `command` ends the program with one
+    line on stderr, `<script>: <message>`, and exit status 1. An argument left in `argv`
     (`parse_flags` refuses them; a caller that skipped it) is an
     `app.UsageError`.
     """
@@ -58,7 +90,7 @@ def absl_main(command):
             raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
         try:
             command()
-        except FlagError as error:
+        except (FlagError, RunStopped) as error:
             sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
 
     main.__doc__ = f"`{command.__name__}()` with its flag errors in one line."

@@ -57,6 +57,7 @@ import numpy as np
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
+from run_directory import check_run_kind
 
 # TensorFlow (imported lazily) reads this when it loads: no C++ start-up
 # chatter unless the user asks for it.
@@ -82,7 +83,8 @@ flags.DEFINE_enum("reference", "mean", list(REFERENCES), "Rank characters by "
 flags.DEFINE_integer("seq_len", 100, "Chunk length of the batch-1 pass.", lower_bound=1)
 flags.DEFINE_string("data_dir", None, "Override the runs' TFDS data dir.")
 flags.DEFINE_string("manual_dir", None, "Override the runs' raw-corpus dir.")
-flags.DEFINE_string("output", "surprisal_recovery.png", "PNG of the plot.")
+flags.DEFINE_string("output", None, "PNG of the plot (default: "
+                    "surprisal_vs_<run B's name>.png in run A's directory).")
 flags.DEFINE_string("output_json", None, "JSON of the figures (default: "
                     "--output with .json).")
 flags.DEFINE_integer("verbose", 1, "1: progress bars of the scoring passes.",
@@ -110,6 +112,7 @@ def resolve_run(name, run_dir, model_dir):
         raise FlagError(f"Give --run_{name} (a run dir) or --model_{name} "
                         "(a step_model dir).")
     given = f"--model_{name}={model_dir!r}" if model_dir else f"--run_{name}={run_dir!r}"
+    check_run_kind(model_dir or run_dir, given.split("=")[0], ["char_lm"])
     if not model_dir:
         model_dir = os.path.join(run_dir, "step_model")
     if not run_dir:
@@ -213,7 +216,8 @@ def load_test_text(settings, data_dir=None, manual_dir=None):
         names = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
         try:
             return data.read_text_splits(**{name: settings.get(name) for name in names
-                                            if settings.get(name) is not None})[2]
+                                            if settings.get(name) is not None},
+                                         max_chars=settings.get("text_chars") or None)[2]
         except (ValueError, OSError) as error:
             raise FlagError(f"The run's --dataset=text_file: {error}") from None
     try:
@@ -422,17 +426,24 @@ def compare_from_flags():
     result = figures(run_a, run_b, labels, recovery, evaluations,
                      FLAGS.fraction, FLAGS.reference)
     print(format_table(result))
-    output_json = FLAGS.output_json or os.path.splitext(FLAGS.output)[0] + ".json"
-    for path in (FLAGS.output, output_json):
+    output = FLAGS.output or default_output(run_a, run_b)
+    output_json = FLAGS.output_json or os.path.splitext(output)[0] + ".json"
+    for path in (output, output_json):
         if os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
     plot_surprisal_recovery(
-        FLAGS.output, recovery, labels=labels,
+        output, recovery, labels=labels,
         title=f"Recovery after surprising characters ({result['dataset']})")
-    result["png"] = FLAGS.output
+    result["png"] = output
     with open(output_json, "w") as f:
         json.dump(result, f, indent=2)
-    print(f"wrote {FLAGS.output} and {output_json}")
+    print(f"wrote {output} and {output_json}")
+
+
+def default_output(run_a, run_b):
+    """`surprisal_vs_<run B's directory name>.png` in run A's directory."""
+    name = os.path.basename(os.path.normpath(run_b.run_dir))
+    return os.path.join(run_a.run_dir, f"surprisal_vs_{name}.png")
 
 
 main = absl_main(compare_from_flags)

@@ -54,7 +54,10 @@ import numpy as np
 
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
+from command_line import all_finite
+from command_line import non_finite_stop
 from command_line import run_script
+from run_directory import check_run_kind
 from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -228,18 +231,35 @@ def train(s, model, splits):
 
     class EpochEnd(keras.callbacks.Callback):
         """Reshuffles, writes the logs as TensorBoard scalars (without the
-        `tensorboard` package that Keras' callback needs) and checkpoints."""
+        `tensorboard` package that Keras' callback needs) and checkpoints;
+        a non-finite loss or weight stops the run before anything is saved."""
+
+        saved_step = (int(trainer.optimizer.iterations.numpy())
+                      if checkpoint.exists() else None)
 
         def on_epoch_begin(self, epoch, logs=None):
             batches.set_epoch(epoch)
 
+        def on_train_batch_end(self, batch, logs=None):
+            loss = float((logs or {}).get("loss", 0.0))
+            if not math.isfinite(loss):
+                self._stop(f"the training loss is {loss}")
+
+        def _stop(self, what):
+            trainer.stop_training = True
+            raise non_finite_stop(int(trainer.optimizer.iterations.numpy()), what,
+                                  checkpoint.path, EpochEnd.saved_step)
+
         def on_epoch_end(self, epoch, logs=None):
+            if not all_finite(trainer.variables + trainer.optimizer.variables):
+                self._stop("a weight is not finite")
             with writer.as_default():
                 for name, value in (logs or {}).items():
                     tf.summary.write(f"epoch_{name}", tf.constant(float(value)),
                                      step=epoch + 1, metadata=scalar)
             writer.flush()
             checkpoint.save(trainer, {"epoch": epoch + 1})
+            EpochEnd.saved_step = int(trainer.optimizer.iterations.numpy())
 
     callbacks = []
     if model.is_hierarchical:
@@ -281,6 +301,7 @@ def run(s):
     """Trains, evaluates, draws and exports; returns the results dict."""
     started = time.time()
     out_dir = s["output_dir"]
+    check_run_kind(out_dir, "--output_dir", ["handwriting"])
     if s["overwrite"]:
         shutil.rmtree(out_dir, ignore_errors=True)
     settings_path = os.path.join(out_dir, "settings.json")
@@ -293,6 +314,9 @@ def run(s):
                 f"--output_dir={out_dir!r} holds a run with other settings "
                 f"({', '.join(f'--{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
                 "choose another --output_dir or add --overwrite.")
+    finished = finished_results(s)
+    if finished is not None:
+        return finished
     splits, (mean, std), references, info = load_data(s)
     import keras
 
@@ -311,7 +335,7 @@ def run(s):
         layer_norm=s["layer_norm"], seed=s["seed"])
     # A resumed run keeps the recurrent layers its checkpoints were made with.
     model = HandwritingModel(keep_saved_layers(config, out_dir))
-    write_run_files(out_dir, model.config, s)
+    write_run_files(out_dir, model.config, s, kind="handwriting")
     print(f"{s['cell']}: {model.count_params():,} parameters; "
           f"{len(splits['train'])} training lines.")
     epochs = train(s, model, splits)
@@ -353,6 +377,23 @@ def run(s):
     results["wall_seconds"] = time.time() - started
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
+    _print_summary(results)
+    return results
+
+
+def finished_results(s):
+    """The results.json of a run in --output_dir that has the --max_epochs
+    these flags ask for: printed and returned as saved, nothing rewritten;
+    None otherwise."""
+    path = os.path.join(s["output_dir"], "results.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        results = json.load(f)
+    if results.get("epochs", 0) < s["max_epochs"]:
+        return None
+    print(f"{s['output_dir']} holds a finished run ({results['epochs']} epochs); its "
+          "results, unchanged (a larger --max_epochs trains on):")
     _print_summary(results)
     return results
 

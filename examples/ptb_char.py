@@ -14,7 +14,10 @@ draws the segmentation of a
 validation excerpt (Chung et al. Fig. 3/4) and exports a stateless step
 model for `examples/sample.py`.
 
-Everything goes to `--output_dir` (default `runs/<preset or dataset>_<cell>`):
+Everything goes to `--output_dir` (default `runs/<preset>_<cell>` for a preset
+on its own dataset, else with the dataset and a text file's stem too,
+`default_output_dir`), nothing elsewhere: `run_kind.json` (which script
+wrote the run),
 `checkpoints/` (resumed automatically: weights, optimizer, slope, epoch, the
 position inside the epoch and the carried RNN state), `logs/` (TensorBoard:
 loss, BPC, validation BPC, learning rate, slope, per-layer z rates),
@@ -36,19 +39,22 @@ Examples:
     python examples/ptb_char.py --preset=ptb --output=simple --top_down=false
     # Krause et al.'s mLSTM on enwik8 (GPU):
     python examples/ptb_char.py --preset=hutter_mlstm --manual_dir=~/data/enwik8
-    # Your own UTF-8 text (the last 5% + 5% are validation and test):
-    python examples/ptb_char.py --preset=quick --dataset=text_file \
-        --text_file=book.txt --output_dir=runs/book
+    # Your own UTF-8 text (the last 5% + 5% are validation and test; symbols
+    # the training part lacks map to an unknown symbol; runs/quick_text_file_book_hmlstm):
+    python examples/ptb_char.py --preset=quick --dataset=text_file --text_file=book.txt
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
     # Krause et al. Fig. 3, recovery after surprising characters:
     python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
         --run_b=runs/quick_lstm --output=runs/surprisal.png
 
 Flags given on the command line override the preset's values. Rerunning
-into the same --output_dir resumes that run; flags that change the model
+into the same --output_dir resumes that run (a finished one is reported,
+nothing rewritten, unless a larger --max_epochs asks for more); flags that change the model
 (`MODEL_FLAGS`: cell, sizes, data, batches, ...) are refused there with the
 differences listed: choose a new --output_dir, or --overwrite to delete the
-old run and start afresh. A bad flag value is one line on stderr.
+old run and start afresh. A bad flag value is one line on stderr, and so
+is a non-finite training loss, which stops the run (naming the step and
+the last good checkpoint, never overwritten by a NaN state).
 """
 
 import contextlib
@@ -62,8 +68,11 @@ from absl import flags
 import numpy as np
 
 from command_line import FlagError  # examples/command_line.py
+from command_line import all_finite
+from command_line import non_finite_stop
 from command_line import absl_main
 from command_line import run_script
+from run_directory import check_run_kind
 from run_directory import write_run_files
 
 # TensorFlow (imported lazily, below) reads this when it loads: no C++
@@ -97,7 +106,7 @@ TINY = dict(
     units=16, embedding_dim=8, output_units=16, batch_size=4, seq_len=20,
     max_epochs=1, synthetic_train_chars=3_000, synthetic_valid_chars=800,
     synthetic_test_chars=800, valid_batch_size=2, zrate_chars=400,
-    excerpt_chars=120, multiplicative_units=0,
+    excerpt_chars=120, multiplicative_units=0, text_chars=3_000,
 )
 DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_file")
 # The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS,
@@ -105,8 +114,11 @@ DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_f
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
-# Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits).
+# Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits),
+# and all the flags that apply to it only.
 TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
+TEXT_FILE_ONLY_FLAGS = TEXT_FILE_FLAGS + ("vocabulary", "text_chars")
+VOCABULARIES = ("unknown", "strict")
 
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)
@@ -117,7 +129,8 @@ flags.DEFINE_enum("dataset", "synthetic", list(DATASETS), "The corpus.")
 flags.DEFINE_string("data_dir", None, "TFDS data directory.")
 flags.DEFINE_string("manual_dir", None, "Directory with the raw corpus files.")
 flags.DEFINE_bool("download", True, "Let TFDS builders download missing files.")
-flags.DEFINE_string("output_dir", None, "Default: runs/<preset or dataset>_<cell>.")
+flags.DEFINE_string("output_dir", None, "Default: runs/<preset>_<cell>, with the "
+                    "dataset (and a text file's stem) when not the preset's own.")
 flags.DEFINE_bool("overwrite", False, "Delete the run in --output_dir (if any) and "
                   "start afresh; without it a rerun resumes that run.")
 flags.DEFINE_integer("seed", 0, "Seed of the initialization and the synthetic corpus.",
@@ -133,6 +146,11 @@ flags.DEFINE_float("valid_fraction", 0.05, "Share of --text_file for validation,
                    "without --valid_file (after the training part).")
 flags.DEFINE_float("test_fraction", 0.05, "Share of --text_file for the test, "
                    "without --test_file (the end of the file).")
+flags.DEFINE_enum("vocabulary", "unknown", list(VOCABULARIES), "--dataset=text_file: "
+                  "unknown: validation / test symbols the training text lacks map to "
+                  "an unknown-symbol entry (counted in the results); strict: refuse them.")
+flags.DEFINE_integer("text_chars", 0, "--dataset=text_file: use only the first N "
+                     "characters of --text_file (0: all; --tiny: 3,000).", lower_bound=0)
 # Model.
 flags.DEFINE_enum("cell", "hmlstm", list(CELLS), "The recurrent cell.")
 flags.DEFINE_integer("units", 512, "Units of every recurrent layer.", lower_bound=1)
@@ -234,7 +252,7 @@ flags.register_validator(
 def _check_text_file_flags(settings, flag_values):
     """--text_file and its companions go with --dataset=text_file only."""
     if settings["dataset"] != "text_file":
-        for name in TEXT_FILE_FLAGS:
+        for name in TEXT_FILE_ONLY_FLAGS:
             if flag_values[name].present:
                 raise FlagError(
                     f"--{name} applies to --dataset=text_file only. Received: "
@@ -315,10 +333,32 @@ def resolve_settings(flag_values):
             raise FlagError(
                 "--segment_lengths needs a boundary prior (--boundary_prior=binomial "
                 f"or rate). Received: --boundary_prior=none --segment_lengths={','.join(lengths)}")
+    if settings["dataset"] != "text_file":
+        for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
+            settings[name] = flag_values[name].default
     if settings["output_dir"] is None:
-        prefix = flag_values.preset if flag_values.preset != "none" else settings["dataset"]
-        settings["output_dir"] = os.path.join("runs", f"{prefix}_{settings['cell']}")
+        settings["output_dir"] = default_output_dir(flag_values.preset, settings)
     return settings
+
+
+def default_output_dir(preset, settings):
+    """`runs/<preset>_<cell>` for a preset on its own dataset (the main job:
+    `runs/quick_hmlstm`); otherwise the dataset is named too, and a text
+    file's stem: `runs/quick_text_file_book_hmlstm`, `runs/ptb_char_lstm`.
+
+    Example:
+
+    >>> default_output_dir("quick", {"dataset": "text_file", "text_file": "a/book.txt",
+    ...                              "cell": "hmlstm"})
+    'runs/quick_text_file_book_hmlstm'
+    """
+    parts = [] if preset == "none" else [preset]
+    if PRESETS[preset].get("dataset") != settings["dataset"]:
+        parts.append(settings["dataset"])
+    if settings["dataset"] == "text_file":
+        stem = os.path.splitext(os.path.basename(settings["text_file"]))[0]
+        parts.append("".join(c if c.isalnum() or c in "-." else "_" for c in stem))
+    return os.path.join("runs", "_".join(parts + [settings["cell"]]))
 
 
 # ----------------------------------------------------------------------------
@@ -433,13 +473,17 @@ def read_text_file_splits(s):
 
     try:
         train, valid, test = data.read_text_splits(
-            **{name: s[name] for name in TEXT_FILE_FLAGS})
+            **{name: s[name] for name in TEXT_FILE_FLAGS},
+            max_chars=s.get("text_chars") or None)
     except (ValueError, OSError) as error:
         message = str(error)
         for name in TEXT_FILE_FLAGS:
             message = message.replace(f"`{name}`", f"--{name}")
         raise FlagError(message) from None
     texts = {"train": train, "validation": valid, "test": test}
+    # A settings.json older than --vocabulary: its runs refused unseen symbols.
+    if s.get("vocabulary", "strict") != "strict":
+        return texts  # unseen symbols map to the unknown symbol (encode_texts)
     known = set(train)
     for split, part in (("validation", "valid"), ("test", "test")):
         unknown = sorted(set(texts[split]) - known)
@@ -454,15 +498,61 @@ def read_text_file_splits(s):
         raise FlagError(
             f"{source} holds {len(unknown)} symbol(s) absent from the training "
             f"text, which the vocabulary comes from: {unknown[:20]}"
-            f"{' ...' if len(unknown) > 20 else ''}. Use {remedy}."
+            f"{' ...' if len(unknown) > 20 else ''}. Use {remedy}, or leave out "
+            "--vocabulary=strict to map them to an unknown symbol."
         )
     return texts
+
+
+def unknown_symbol_for(text):
+    """A symbol absent from `text` for the unknown-symbol entry: U+FFFD
+    (the replacement character), or the first private-use character the
+    text lacks."""
+    present = set(text)
+    return next(c for c in map(chr, [0xFFFD, *range(0xE000, 0xF900)]) if c not in present)
+
+
+def encode_texts(s, texts):
+    """`(vocab, ids, unknown)`: the vocabulary of the training text, the ids
+    of every split and `{split: {"count": n, "symbols": [...]}}` for the
+    splits with symbols the training text lacks.
+
+    With --dataset=text_file (and --vocabulary=unknown) the vocabulary has
+    an unknown-symbol entry (`unknown_symbol_for`) those symbols map to;
+    elsewhere an unknown symbol raises (never mapped silently).
+    """
+    from hmkeras import data
+
+    mapped = s["dataset"] == "text_file" and s.get("vocabulary", "strict") == "unknown"
+    train = texts["train"]
+    vocab = data.CharVocabulary.from_text(
+        train, unknown_symbol=unknown_symbol_for(train) if mapped else None)
+    ids = {split: vocab.encode(text) for split, text in texts.items()}
+    known, unknown = set(train), {}
+    for split in ("validation", "test"):
+        missing = [c for c in texts[split] if c not in known] if mapped else []
+        if missing:
+            unknown[split] = {"count": len(missing), "symbols": sorted(set(missing))}
+    return vocab, ids, unknown
 
 
 # ----------------------------------------------------------------------------
 # Training
 # ----------------------------------------------------------------------------
-def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
+class RunClock:
+    """Seconds of a run over every process that worked on it: those saved in
+    the checkpoint's progress (`seconds`, up to its step) plus this
+    process' since `start`."""
+
+    def __init__(self, start=None):
+        self.start = time.time() if start is None else start
+        self.before = 0.0
+
+    def total(self):
+        return self.before + time.time() - self.start
+
+
+def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids, clock):
     import keras
 
     import hmkeras
@@ -473,22 +563,48 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
 
         `train` sets `interrupted` before each `fit` whose steps end before the
         epoch does (--max_steps): that epoch gets no validation or summary.
+        A non-finite loss, or a non-finite weight where a checkpoint is due,
+        stops the run before anything is saved (`progress["non_finite"]`).
         """
 
         interrupted = False
+        saved_step = (int(trainer.optimizer.iterations.numpy())
+                      if checkpoint.exists() else None)
 
         def on_train_batch_end(self, batch, logs=None):
-            progress["batch"] += 1
             step = int(trainer.optimizer.iterations.numpy())
+            bpc = float(logs["batch_bpc"])
+            if not math.isfinite(bpc):
+                return self._stop_non_finite(step, f"the training loss is {bpc}")
+            progress["batch"] += 1
+            # The epoch's BPC over all its batches, across resumptions (None:
+            # resumed from a checkpoint that did not keep the sum).
+            if progress.get("epoch_bpc_sum", 0.0) is not None:
+                progress["epoch_bpc_sum"] = progress.get("epoch_bpc_sum", 0.0) + bpc
             with open(os.path.join(s["output_dir"], "steps.jsonl"), "a") as f:
                 f.write(json.dumps({"step": step, "epoch": progress["epoch"],
-                                    "batch": progress["batch"],
-                                    "bpc": float(logs["batch_bpc"])}) + "\n")
+                                    "batch": progress["batch"], "bpc": bpc}) + "\n")
             stop = Progress.interrupted and s["max_steps"] and step >= s["max_steps"]
             if stop or step % s["save_every"] == 0:
+                if not all_finite(trainer.variables + trainer.optimizer.variables):
+                    return self._stop_non_finite(step, "a weight is not finite")
+                progress["seconds"] = clock.total()
                 checkpoint.save(trainer, progress)
+                Progress.saved_step = step
             if stop:
                 trainer.stop_training = True
+
+        def on_epoch_end(self, epoch, logs=None):
+            # Keras' `bpc` is the mean over this fit's batches only; a resumed
+            # epoch logs the mean over all of its batches.
+            total = progress.get("epoch_bpc_sum")
+            if logs is not None and progress["batch"] and total is not None:
+                logs["bpc"] = total / progress["batch"]
+
+        def _stop_non_finite(self, step, what):
+            progress["non_finite"] = (step, what, Progress.saved_step)
+            Progress.interrupted = True  # no validation, summary or checkpoint
+            trainer.stop_training = True
 
     class Validation(keras.callbacks.Callback):
         """Validation BPC, per-layer z rates and the learning rate, into logs."""
@@ -534,6 +650,7 @@ def _make_callbacks(s, lm, trainer, checkpoint, progress, valid_ids):
         checkpoint saved between its last batch and its end): validation
         and summaries, without `fit`."""
         logs = {}
+        callbacks[0].on_epoch_end(epoch, logs)  # the epoch's training BPC
         validation.on_epoch_end(epoch, logs)
         summaries.on_epoch_end(epoch, logs)
         return logs
@@ -630,13 +747,16 @@ def _stopped(s, progress, step):
     return progress
 
 
-def train(s, lm, ids, changed=()):
+def train(s, lm, ids, changed=(), clock=None):
     """Trains (or resumes) `lm`; returns the progress dict.
 
     `changed`: names of flags whose values differ from the resumed run's
     (`prepare_output_dir`); a changed `--learning_rate` replaces the
     checkpoint's rate (divided as often as the run has divided it).
+    `clock`: the run's `RunClock` (its seconds before this process are
+    read from the checkpoint).
     """
+    clock = clock or RunClock()
     import keras
 
     from hmkeras import data
@@ -667,8 +787,11 @@ def train(s, lm, ids, changed=()):
             print(f"Learning rate now {lr:.3g} (--learning_rate={s['learning_rate']:g}"
                   + (f", divided {divisions} time(s) by --lr_divisor)." if divisions
                      else ")."))
+    clock.before = progress.get("seconds", 0.0)
+    if progress["batch"] and "epoch_bpc_sum" not in progress:
+        progress["epoch_bpc_sum"] = None  # a checkpoint older than the sum
     callbacks, progress_callback, finish_epoch = _make_callbacks(
-        s, lm, trainer, checkpoint, progress, ids["validation"])
+        s, lm, trainer, checkpoint, progress, ids["validation"], clock)
     while not progress["done"] and progress["epoch"] < s["max_epochs"]:
         epoch = progress["epoch"]
         start = progress["batch"] = min(progress["batch"], batches.num_batches)
@@ -696,6 +819,9 @@ def train(s, lm, ids, changed=()):
                 # BoundaryMonitor(stop_on_collapse=True) ended the epoch early.
                 print("A boundary layer collapsed (--stop_on_collapse): training stops.")
                 progress["done"] = True
+        if progress.get("non_finite"):
+            step, what, saved_step = progress["non_finite"]
+            raise non_finite_stop(step, what, checkpoint.path, saved_step)
         if progress_callback.interrupted:
             return _stopped(s, progress, s["max_steps"])
         progress["history"].append(logs)
@@ -717,6 +843,7 @@ def train(s, lm, ids, changed=()):
                 print("Early stopping.")
                 progress["done"] = True
         progress["epoch"], progress["batch"] = epoch + 1, 0
+        progress["epoch_bpc_sum"], progress["seconds"] = 0.0, clock.total()
         checkpoint.save(trainer, progress)
     progress["interrupted"] = False
     if os.path.exists(best_path):
@@ -761,7 +888,7 @@ def prior_arguments(s):
 # a run in --output_dir made with other values cannot be resumed with these.
 MODEL_FLAGS = (
     "dataset", "text_file", "valid_file", "test_file", "valid_fraction", "test_fraction",
-    "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
+    "vocabulary", "text_chars", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
     "boundary_prior", "segment_lengths", "weight_norm", "dropout",
@@ -814,17 +941,25 @@ def _is_run_dir(path):
                for name in ("settings.json", "checkpoints", "model_config.json"))
 
 
-def prepare_output_dir(s):
+# Flags whose change means other data: such a run is another job's, and the
+# refusal does not suggest deleting it (--overwrite).
+DATA_FLAGS = ("dataset", "text_file", "valid_file", "test_file", "text_chars")
+
+
+def prepare_output_dir(s, kind="char_lm"):
     """Compares the flags with the run already in --output_dir, before any work.
 
-    Another model (`MODEL_FLAGS`) is refused (`FlagError`: a new
-    --output_dir, or --overwrite); other changes are printed in one line and
-    the run resumes. With --overwrite the old run is deleted first.
+    A run of another script (its `run_kind.json` is not `kind`) is refused;
+    so is another model (`MODEL_FLAGS`; `FlagError`: a new --output_dir, or
+    --overwrite, which is not suggested for a run on other data); other
+    changes are printed in one line and the run resumes. With --overwrite
+    the old run is deleted first.
 
     Returns:
         The names of the changed flags that keep the model.
     """
     out = s["output_dir"]
+    check_run_kind(out, "--output_dir", [kind])
     if s.get("overwrite") and os.path.isdir(out) and os.listdir(out):
         if not _is_run_dir(out):
             raise FlagError(
@@ -835,6 +970,11 @@ def prepare_output_dir(s):
         print(f"Deleted the previous run in {out} (--overwrite).")
         return ()
     model, other = previous_run_changes(s)
+    if model and set(model) & set(DATA_FLAGS):
+        raise FlagError(
+            f"--output_dir={out!r} holds a run on other data ({_changes_text(model)}), "
+            "which cannot be resumed with these flags. Use a new --output_dir (or "
+            "leave it out: the default names the dataset).")
     if model:
         raise FlagError(
             f"--output_dir={out!r} holds a run of another model ({_changes_text(model)}), "
@@ -880,6 +1020,24 @@ def _check_model_config(s, config):
     return config
 
 
+def finished_results(s):
+    """The results.json of a finished run in --output_dir that these flags
+    ask no more training of (it stopped early, or has --max_epochs epochs),
+    printed and returned as saved, nothing rewritten; None otherwise."""
+    path = os.path.join(s["output_dir"], "results.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        results = json.load(f)
+    if not results.get("stopped_early") and results.get("epochs", 0) < s["max_epochs"]:
+        return None  # a larger --max_epochs trains on
+    print(f"{s['output_dir']} holds a finished run ({results.get('epochs')} epochs"
+          f"{', stopped early' if results.get('stopped_early') else ''}); its results, "
+          "unchanged (a larger --max_epochs trains on; --overwrite starts afresh):")
+    _print_summary(results)
+    return results
+
+
 def _tfds_default_data_dir():
     return os.environ.get("TFDS_DATA_DIR") or os.path.join("~", "tensorflow_datasets")
 
@@ -917,14 +1075,18 @@ def removing_new_empty_dirs(roots):
 
 
 def run(s):
-    """The whole job; returns the results dict (also in results.json), or
-    None when --max_steps interrupts it.
+    """The whole job; returns the results dict (also in results.json; a
+    finished run's as saved, `finished_results`), or None when --max_steps
+    interrupts it.
 
     First checks --output_dir against the flags (`prepare_output_dir`); a
     failed run leaves none of the empty directories it made (the output
     directory, TFDS' folders in the data directory).
     """
     changed = prepare_output_dir(s)
+    finished = finished_results(s)
+    if finished is not None:
+        return finished
     roots = [s["output_dir"]]
     if s["dataset"] not in ("synthetic", "text_file"):
         roots.append(s["data_dir"] or _tfds_default_data_dir())
@@ -936,16 +1098,13 @@ def _run(s, changed):
     started = time.time()
     import tensorflow as tf
 
-    from hmkeras import data
     from hmkeras.models.char_language_model import CharLanguageModel
     from hmkeras.models.char_language_model import CharLanguageModelConfig
     from hmkeras.analysis.evaluation import evaluate_char_model
     from hmkeras.training.step_export import export_step_model
 
     texts, reference, info = load_texts(s)
-    vocab = data.CharVocabulary.from_text(texts["train"])
-    # Unknown symbols in validation / test raise here (never mapped silently).
-    ids = {split: vocab.encode(text) for split, text in texts.items()}
+    vocab, ids, unknown = encode_texts(s, texts)
     needed = s["batch_size"] * s["seq_len"] + 1
     if len(ids["train"]) < needed:
         raise FlagError(
@@ -965,12 +1124,13 @@ def _run(s, changed):
         multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
     )
     config = _check_model_config(s, config)
-    write_run_files(s["output_dir"], config, s, vocabulary=vocab)
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="char_lm")
     tf.random.set_seed(s["seed"])
     lm = CharLanguageModel(config)
     print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
           f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
-    progress = train(s, lm, ids, changed)
+    clock = RunClock(started)
+    progress = train(s, lm, ids, changed, clock)
     if progress.get("interrupted"):
         return None
     print(f"Test set: batch {s['test_batch_size']}, state carried over "
@@ -989,6 +1149,8 @@ def _run(s, changed):
         "test_symbols": len(ids["test"]),
         "best_val_bpc": progress["best_val_bpc"], **info,
     }
+    if s["dataset"] == "text_file":
+        results["unknown_symbols"] = unknown
     if s["dataset"] == "wikitext2_raw":
         results["word_level"] = word_level_results(test, texts["test"])
     if lm.is_hierarchical:
@@ -1005,7 +1167,8 @@ def _run(s, changed):
         lm, vocab, os.path.join(s["output_dir"], "step_model"))
     with open(os.path.join(s["output_dir"], "steps.jsonl")) as f:
         results["steps"] = sum(1 for _ in f)
-    results["wall_seconds"] = time.time() - started
+    results["wall_seconds"] = clock.total()  # every process that trained it
+    results["stopped_early"] = progress["done"]
     with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
         json.dump(_finite(results), f, indent=2)
     _print_summary(results)
@@ -1125,10 +1288,17 @@ def _print_summary(r):
     print(f"cell {r['cell']}, {r['parameters']:,} parameters, {r['epochs']} epochs, "
           f"{r['wall_seconds']:.0f} s")
     line = f"test BPC {r['test_bpc']:.4f}"
+    test_unknown = (r.get("unknown_symbols") or {}).get("test")
+    if test_unknown:
+        line += (f" ({test_unknown['count']:,} of the {r['test_symbols']:,} test symbols "
+                 "are unknown to the training text, scored as the unknown symbol)")
     if "true_entropy_rate_bits_per_char" in r:
         line += (f"  vs true entropy rate {r['true_entropy_rate_bits_per_char']:.4f}"
                  f" (this test sample: {r['true_test_bits_per_char']:.4f})")
     print(line)
+    for split, found in (r.get("unknown_symbols") or {}).items():
+        print(f"unknown symbols in {split}: {found['count']:,} mapped to the unknown "
+              f"symbol ({len(found['symbols'])} distinct: {found['symbols'][:20]})")
     if r.get("word_level"):
         w = r["word_level"]
         print(f"Krause Eq. 23: {w['bits_per_char']:.4f} bits/char x "

@@ -74,6 +74,7 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
+from run_directory import check_run_kind
 from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -303,6 +304,7 @@ def make_vocabulary(s, sentences):
 # ----------------------------------------------------------------------------
 def prepare_output_dir(s):
     out = s["output_dir"]
+    check_run_kind(out, "--output_dir", ["word_lm"])
     path = os.path.join(out, "settings.json")
     if s["overwrite"] and os.path.isdir(out):
         if os.listdir(out) and not os.path.exists(path):
@@ -449,7 +451,7 @@ def run(s):
     if s["cell"] != "rrnet":  # (the RRNet model has one layer kind)
         # A resumed run keeps the recurrent layers its checkpoints were made with.
         config = keep_saved_layers(config, s["output_dir"])
-    write_run_files(s["output_dir"], config, s, vocabulary=vocab)
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="word_lm")
     tf.random.set_seed(s["seed"])
     lm = model_class(config)
     print(f"{s['cell']} + {s['wrapper']}: {lm.count_params():,} parameters; vocabulary "

@@ -1,23 +1,94 @@
 """The files a training example writes in its run directory (--output_dir).
 
 `write_run_files` writes, before training starts, what rebuilds the run:
+`run_kind.json` (the marker: which script wrote the run, and its kind),
 `model_config.json` (the model's configuration, `to_json`), `settings.json`
 (every setting of the run, the flags included) and, for the text models,
-`vocabulary.json`. It imports nothing heavy.
+`vocabulary.json`. `check_run_kind` refuses a directory written by another
+script in one line. It imports nothing heavy.
 """
 
 import json
 import os
 
+from command_line import FlagError  # examples/command_line.py
 
-def write_run_files(output_dir, config, settings, vocabulary=None):
-    """Makes `output_dir` and writes its `vocabulary.json` (when
-    `vocabulary` is given: `vocabulary.save`), `model_config.json`
-    (`config.to_json()`) and `settings.json` (`settings`, keys sorted)."""
+MARKER = "run_kind.json"
+# The kind of run each training script writes, and what reads it.
+RUN_KINDS = {
+    "char_lm": "examples/ptb_char.py (a character language model with step_model/)",
+    "char_lm_xla": "examples/xla_gpu_training.py (a character language model, no step_model/)",
+    "handwriting": "examples/iam_ondb.py (a handwriting model)",
+    "word_lm": "examples/ptb_word.py (a word language model)",
+}
+
+
+def write_run_files(output_dir, config, settings, vocabulary=None, kind=None):
+    """Makes `output_dir` and writes its `run_kind.json` (when `kind`, a key
+    of `RUN_KINDS`, is given), `vocabulary.json` (when `vocabulary` is
+    given: `vocabulary.save`), `model_config.json` (`config.to_json()`) and
+    `settings.json` (`settings`, keys sorted)."""
     os.makedirs(output_dir, exist_ok=True)
+    if kind is not None:
+        write_run_kind(output_dir, kind)
     if vocabulary is not None:
         vocabulary.save(os.path.join(output_dir, "vocabulary.json"))
     with open(os.path.join(output_dir, "model_config.json"), "w") as f:
         f.write(config.to_json())
     with open(os.path.join(output_dir, "settings.json"), "w") as f:
         json.dump(settings, f, indent=2, sort_keys=True)
+
+
+def write_run_kind(output_dir, kind):
+    """Writes the marker `output_dir/run_kind.json`: `{"kind": kind, "script": ...}`."""
+    if kind not in RUN_KINDS:
+        raise ValueError(f"`kind` must be one of {sorted(RUN_KINDS)}, got {kind!r}.")
+    with open(os.path.join(output_dir, MARKER), "w") as f:
+        json.dump({"kind": kind, "script": RUN_KINDS[kind].split(" ")[0]}, f)
+
+
+def read_run_kind(path):
+    """The kind recorded in `path/run_kind.json`, or in its parent's when
+    `path` is a run's `step_model/`; None where neither has the marker (no
+    run, or one written before the marker existed).
+
+    Example:
+
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> write_run_kind(run, "handwriting")
+    >>> read_run_kind(run), read_run_kind(os.path.join(run, "step_model"))
+    ('handwriting', 'handwriting')
+    """
+    path = os.path.expanduser(path)
+    for directory in (path, os.path.dirname(os.path.normpath(path))):
+        marker = os.path.join(directory, MARKER)
+        if os.path.isfile(marker):
+            with open(marker) as f:
+                return json.load(f).get("kind")
+    return None
+
+
+def check_run_kind(path, flag, allowed):
+    """Raises a one-line `FlagError` naming `flag` when the run in `path`
+    (or the run holding `path`) is of a kind outside `allowed`.
+
+    A directory without the marker passes (a new run, or an older one).
+
+    Example:
+
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> write_run_kind(run, "handwriting")
+    >>> check_run_kind(run, "--model_dir", ["char_lm"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    command_line.FlagError: --model_dir=... holds a run of examples/iam_ondb.py ...
+    """
+    kind = read_run_kind(path)
+    if kind is None or kind in allowed:
+        return
+    wanted = " or ".join(RUN_KINDS[k].split(" (")[0] for k in allowed)
+    raise FlagError(
+        f"{flag}={path!r} holds a run of {RUN_KINDS.get(kind, kind)} "
+        f"({MARKER}: kind {kind!r}); this script reads runs of {wanted}.")

@@ -21,6 +21,7 @@ import numpy as np
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
+from run_directory import check_run_kind
 
 # TensorFlow (imported lazily) reads this when it loads: no C++ start-up
 # chatter unless the user asks for it.
@@ -44,6 +45,7 @@ def find_step_model(path):
     """The step-model directory: `path` itself, or `path/step_model` when
     `path` is a run directory of examples/ptb_char.py."""
     path = os.path.expanduser(path)
+    check_run_kind(path, "--model_dir", ["char_lm"])
     for candidate in (path, os.path.join(path, "step_model")):
         if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
             return candidate
@@ -69,6 +71,11 @@ def sample(model_dir, length=300, temperature=0.8, seed=0, prime=""):
         raise FlagError(f"--length must be >= 0. Received: {length!r}")
     loaded = tf.saved_model.load(find_step_model(model_dir))
     info = loaded.signatures["info"]()
+    if "vocabulary_json" not in info:  # a run older than run_kind.json
+        raise FlagError(
+            f"--model_dir={model_dir!r} holds a step model without a vocabulary "
+            f"(its info: {sorted(info)}), not one of examples/ptb_char.py; for "
+            "handwriting use examples/sample_handwriting.py.")
     vocab = CharVocabulary.from_json(info["vocabulary_json"].numpy().decode("utf-8"))
     step = loaded.signatures["step"]
     state = loaded.signatures["zero_state"](batch_size=tf.constant(1))

@@ -76,6 +76,8 @@ from absl import logging
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from command_line import FlagError  # noqa: E402  (examples/command_line.py)
 from command_line import absl_main  # noqa: E402
+from command_line import all_finite  # noqa: E402
+from command_line import non_finite_stop  # noqa: E402
 from command_line import run_script  # noqa: E402
 from run_directory import write_run_files  # noqa: E402
 import ptb_char  # noqa: E402  (the model and data flags, presets, corpora)
@@ -213,15 +215,22 @@ def fed_dataset(batches, start_batch=0, row_ids=False):
 # ----------------------------------------------------------------------------
 # Training
 # ----------------------------------------------------------------------------
-def _progress_callback(s, trainer, checkpoint, progress):
+def _progress_callback(s, trainer, checkpoint, progress, clock):
     import keras
 
     class Progress(keras.callbacks.Callback):
         """Counts batches, times the steps after the warm-up, checkpoints,
-        stops at --max_steps."""
+        stops at --max_steps; a non-finite loss (or weight, where a
+        checkpoint is due) stops the run before anything is saved."""
+
+        saved_step = (int(trainer.optimizer.iterations.numpy())
+                      if checkpoint.exists() else None)
 
         def on_train_batch_end(self, batch, logs=None):
             # Reading a value waits for the device: the clock sees finished steps.
+            step = int(trainer.optimizer.iterations.numpy())
+            if not math.isfinite(float(logs["batch_bpc"])):
+                return self._stop(step, f"the training loss is {float(logs['batch_bpc'])}")
             progress["last_loss"] = float(logs["loss"])
             progress["last_bpc"] = float(logs["batch_bpc"])
             progress["batch"] += 1
@@ -233,12 +242,19 @@ def _progress_callback(s, trainer, checkpoint, progress):
                 progress["timed_seconds"] += now - progress["_clock"]
                 progress["timed_steps"] += 1
                 progress["_clock"] = now
-            step = int(trainer.optimizer.iterations.numpy())
             stop = s["max_steps"] and step >= s["max_steps"]
             if stop or step % s["save_every"] == 0:
+                if not all_finite(trainer.variables + trainer.optimizer.variables):
+                    return self._stop(step, "a weight is not finite")
+                progress["seconds"] = clock.total()
                 checkpoint.save(trainer, _saved(progress))
+                Progress.saved_step = step
             if stop:
                 trainer.stop_training = True
+
+        def _stop(self, step, what):
+            trainer.stop_training = True
+            raise non_finite_stop(step, what, checkpoint.path, Progress.saved_step)
 
     return Progress()
 
@@ -247,8 +263,11 @@ def _saved(progress):
     return {k: v for k, v in progress.items() if not k.startswith("_")}
 
 
-def train(s, lm, trainer, batches, checkpoint):
-    """Trains for --max_epochs (or up to --max_steps); returns the progress."""
+def train(s, lm, trainer, batches, checkpoint, clock):
+    """Trains for --max_epochs (or up to --max_steps); returns the progress.
+
+    The timed steps and seconds (`timed_steps`, `timed_seconds`) and the
+    run's seconds (`seconds`, `clock`) add up over every resumption."""
     import hmkeras
 
     progress = checkpoint.restore(trainer)
@@ -257,8 +276,11 @@ def train(s, lm, trainer, batches, checkpoint):
     else:
         print(f"Resuming from {checkpoint.path}: epoch {progress['epoch'] + 1}, "
               f"batch {progress['batch']}.")
-    progress.update(steps_run=0, timed_steps=0, timed_seconds=0.0)
-    callbacks = [_progress_callback(s, trainer, checkpoint, progress)]
+    progress["steps_run"] = 0  # this process' (its first steps compile)
+    progress.setdefault("timed_steps", 0)
+    progress.setdefault("timed_seconds", 0.0)
+    clock.before = progress.get("seconds", 0.0)
+    callbacks = [_progress_callback(s, trainer, checkpoint, progress, clock)]
     if lm.is_hierarchical:
         callbacks.append(hmkeras.BoundaryMonitor(
             interval=s["monitor_interval"], stop_on_collapse=s["stop_on_collapse"]))
@@ -282,6 +304,7 @@ def train(s, lm, trainer, batches, checkpoint):
                     callbacks=callbacks, verbose=s["verbose"], shuffle=False)
         if progress["batch"] >= batches.num_batches:
             progress["epoch"], progress["batch"] = progress["epoch"] + 1, 0
+            progress["seconds"] = clock.total()
             checkpoint.save(trainer, _saved(progress))
         elif s["max_steps"]:
             break
@@ -319,14 +342,13 @@ def _run(s):
                         f"evenly over the {replicas} replicas of --strategy={s['strategy']}.")
     keras.config.set_dtype_policy(s["precision"])
     texts, _, _ = ptb_char.load_texts(s)
-    vocab = data.CharVocabulary.from_text(texts["train"])
-    ids = {split: vocab.encode(text) for split, text in texts.items()}
+    vocab, ids, _ = ptb_char.encode_texts(s, texts)
     if len(ids["train"]) < s["batch_size"] * s["seq_len"] + 1:
         raise FlagError(f"The training text has {len(ids['train']):,} symbols, fewer than "
                         f"--batch_size x --seq_len + 1.")
     config = model_config(s, len(vocab))
     config = ptb_char._check_model_config(s, config)
-    write_run_files(s["output_dir"], config, s, vocabulary=vocab)
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="char_lm_xla")
     tf.random.set_seed(s["seed"])
     batches = data.TruncatedBPTTBatches(ids["train"], s["batch_size"], s["seq_len"])
     checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
@@ -343,7 +365,8 @@ def _run(s):
         print(f"{s['cell']}: {lm.count_params():,} parameters; {s['strategy']} strategy, "
               f"{replicas} replica(s) of {s['batch_size'] // replicas} rows; "
               f"{s['precision']}; jit_compile={s['jit_compile']}.")
-        progress = train(s, lm, trainer, batches, checkpoint)
+        clock = ptb_char.RunClock(started)
+        progress = train(s, lm, trainer, batches, checkpoint, clock)
         evaluator = TruncatedBPTTModel(lm, None, carry_state=False)
         evaluator.compile(loss=evaluator.loss_function(), jit_compile=s["jit_compile"])
     chars = progress["timed_steps"] * s["batch_size"] * s["seq_len"]
@@ -368,17 +391,21 @@ def _run(s):
     }
     if lm.is_hierarchical:
         results["slope"] = float(lm.hierarchical_cell.slope.numpy())
-    results["wall_seconds"] = time.time() - started
+    results["wall_seconds"] = clock.total()  # every process that trained it
     with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
         json.dump(ptb_char._finite(results), f, indent=2)
+    _print_results(results, s["output_dir"])
+    return results
+
+
+def _print_results(results, output_dir):
     rate = results["chars_per_second"]
     last = results["final_bpc"]
     print(f"{results['steps']} steps; last batch "
           f"{'-' if last is None else f'{last:.4f}'} bits/char, "
           f"validation {results['valid_bpc'] or float('nan'):.4f}; "
           f"{f'{rate:,.0f} chars/s' if rate else 'too few steps to time'}; "
-          f"results in {s['output_dir']}/results.json")
-    return results
+          f"results in {output_dir}/results.json")
 
 
 def _check_carry_state(s):
@@ -405,9 +432,31 @@ def run(s):
     `ptb_char.prepare_output_dir`; so is a changed --carry_state), then
     trains; returns the results dict."""
     _check_carry_state(s)
-    ptb_char.prepare_output_dir(s)
+    ptb_char.prepare_output_dir(s, kind="char_lm_xla")
+    finished = finished_results(s)
+    if finished is not None:
+        return finished
     with ptb_char.removing_new_empty_dirs([s["output_dir"]]):
         return _run(s)
+
+
+def finished_results(s):
+    """The results.json of a run in --output_dir that has the epochs (or
+    the --max_steps) these flags ask for: printed and returned as saved,
+    nothing rewritten; None otherwise."""
+    path = os.path.join(s["output_dir"], "results.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        results = json.load(f)
+    steps_done = s["max_steps"] and results.get("steps", 0) >= s["max_steps"]
+    if results.get("epochs", 0) < s["max_epochs"] and not steps_done:
+        return None
+    print(f"{s['output_dir']} holds a finished run ({results.get('steps')} steps, "
+          f"{results.get('epochs')} epochs); its results, unchanged (a larger "
+          "--max_epochs or --max_steps trains on):")
+    _print_results(results, s["output_dir"])
+    return results
 
 
 def run_from_flags():

@@ -148,6 +148,7 @@ def read_text_splits(
     test_file=None,
     valid_fraction=0.05,
     test_fraction=0.05,
+    max_chars=None,
 ):
     """Training, validation and test text from UTF-8 files.
 
@@ -162,6 +163,8 @@ def read_text_splits(
         (0, 1); checked always, used without `valid_file`.
       test_fraction: Share of `text_file` for the test part, in (0, 1);
         checked always, used without `test_file`.
+      max_chars: Optional positive int: only the first `max_chars`
+        characters of `text_file` are used (split as above); None: all.
 
     Returns:
       `(train, valid, test)`: three non-empty strings.
@@ -174,7 +177,11 @@ def read_text_splits(
     """
     valid_fraction = _check_fraction("valid_fraction", valid_fraction)
     test_fraction = _check_fraction("test_fraction", test_fraction)
-    text = read_text_file(text_file, "text_file")
+    if max_chars is not None and (
+        isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1
+    ):
+        raise ValueError(f"`max_chars` must be None or an int >= 1, got {max_chars!r}.")
+    text = read_text_file(text_file, "text_file")[:max_chars]
     valid = read_text_file(valid_file, "valid_file") if valid_file else None
     test = read_text_file(test_file, "test_file") if test_file else None
     train, cut_valid, cut_test = split_text(

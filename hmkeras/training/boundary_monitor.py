@@ -189,9 +189,12 @@ class BoundaryMonitor(keras.callbacks.Callback):
         return probes
 
     def _measure(self, logs):
-        """`{log_name: rate}` of every boundary layer."""
+        """`{log_name: rate}` of every boundary layer; NaN where the pass
+        that gave them was not finite (a NaN state reads as z = 0)."""
         if logs and "z_rate_1" in logs:
-            return {k: float(v) for k, v in logs.items() if k.startswith("z_rate_")}
+            finite = math.isfinite(float(logs.get("loss", 0.0)))
+            return {k: float(v) if finite else math.nan
+                    for k, v in logs.items() if k.startswith("z_rate_")}
         if self._probes is None:
             self._probes = self._build_probes()
         rates = {}

@@ -42,6 +42,16 @@ def test_separate_files(tmp_path):
     assert (train, valid, test) == (TEXT[:190], "valid text\n", TEXT[190:])
 
 
+def test_max_chars_uses_the_start_of_the_file(tmp_path):
+    path = _write(tmp_path, "book.txt", TEXT)
+    train, valid, test = read_text_splits(path, max_chars=100)
+    assert (train, valid, test) == (TEXT[:90], TEXT[90:95], TEXT[95:100])
+    assert "".join(read_text_splits(path, max_chars=10_000)) == TEXT
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="`max_chars` must be None or an int >= 1"):
+            read_text_splits(path, max_chars=bad)
+
+
 def test_utf8_byte_order_mark_dropped_line_ends_kept(tmp_path):
     path = _write(tmp_path, "bom.txt", b"\xef\xbb\xbfab\r\ncd")
     assert read_text_file(path) == "ab\r\ncd"

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 from absl import flags
+import h5py
+import numpy as np
 import pytest
 from example_modules import ROOT, example_settings, load_example, run_ptb_char
 
@@ -23,6 +25,11 @@ _run = run_ptb_char
 def _steps(output_dir):
     with open(os.path.join(output_dir, "steps.jsonl")) as f:
         return [json.loads(line) for line in f]
+
+
+def _progress(output_dir):
+    with open(os.path.join(output_dir, "checkpoints", "latest", "progress.json")) as f:
+        return json.load(f)
 
 
 def _check_aligned(scores):
@@ -68,6 +75,18 @@ def test_quick_preset_end_to_end_and_sampling(tmp_path):
          f"--model_dir={out}/step_model", "--length=0"],
         capture_output=True, text=True, check=True, cwd=ROOT)
     assert nothing.stdout == ""
+    # The handwriting sampler refuses a char-LM run in one line naming the
+    # flag and what it found ...
+    refused = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "sample_handwriting.py"),
+         f"--model_dir={out}"], capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert (f"--model_dir={out!r} holds a run of examples/ptb_char.py" in refused.stderr
+            and "reads runs of examples/iam_ondb.py" in refused.stderr)
+    # ... and, without the marker (a run written before it), from the model.
+    os.remove(os.path.join(out, "run_kind.json"))
+    with pytest.raises(ptb_char.FlagError, match="without stroke offsets"):
+        load_example("sample_handwriting").draw(out, 5, 1, 1.0, 1.0, 0)
 
 
 @pytest.mark.parametrize("cell", ["lstm", "mlstm"])
@@ -96,7 +115,16 @@ def test_resume_reproduces_uninterrupted_run(tmp_path, randomness):
     progress = json.load(open(os.path.join(resumed, "checkpoints/latest/progress.json")))
     assert (progress["epoch"], progress["batch"]) == (0, 5)
     assert _run(*common, "--max_steps=16", f"--output_dir={resumed}") is None
+    # The run's seconds add up over both processes.
+    assert _progress(resumed)["seconds"] > progress["seconds"] > 0
+    # Epoch 1's logged training BPC is the mean over its 11 batches, the
+    # resumed one's too (not over the 6 after the resume).
     a, b = _steps(straight), _steps(resumed)
+    epoch_1 = [x["bpc"] for x in a if x["epoch"] == 0]
+    assert len(epoch_1) == 11
+    for run_dir in (straight, resumed):
+        assert _progress(run_dir)["history"][0]["bpc"] == pytest.approx(
+            sum(epoch_1) / 11, rel=1e-5)
     assert [s["step"] for s in b] == list(range(1, 17))
     assert [(s["epoch"], s["batch"]) for s in a] == [(s["epoch"], s["batch"]) for s in b]
     assert a[-1]["epoch"] == 1  # the runs crossed an epoch boundary
@@ -171,9 +199,10 @@ def _book(tmp_path, name="book.txt", content=BOOK):
 
 def test_text_file_end_to_end(tmp_path, capsys):
     out = str(tmp_path / "run")
-    results = _run("--preset=quick", "--tiny", "--dataset=text_file",
-                   f"--text_file={_book(tmp_path)}", "--valid_fraction=0.1",
-                   f"--output_dir={out}", "--verbose=0")
+    command = ["--preset=quick", "--tiny", "--dataset=text_file",
+               f"--text_file={_book(tmp_path)}", "--valid_fraction=0.1",
+               f"--output_dir={out}", "--verbose=0"]
+    results = _run(*command)
     with open(os.path.join(out, "results.json")) as f:
         saved = json.load(f)
     assert saved["dataset"] == "text_file" and 0 < saved["test_bpc"] < 8
@@ -185,6 +214,19 @@ def test_text_file_end_to_end(tmp_path, capsys):
     assert results["boundary_scores"][0]["num_reference"] > 0
     printed = capsys.readouterr().out
     assert "z^1 vs words: P " in printed and "(aligned on: " in printed
+    assert 0 < saved["wall_seconds"] and saved["stopped_early"] is False
+    # A rerun of the finished run reports it and rewrites nothing ...
+    before = open(os.path.join(out, "results.json"), "rb").read()
+    again = _run(*command)
+    assert open(os.path.join(out, "results.json"), "rb").read() == before
+    assert again == saved
+    printed = capsys.readouterr().out
+    assert f"{out} holds a finished run (1 epochs); its results, unchanged" in printed
+    assert f"test BPC {saved['test_bpc']:.4f}" in printed and "Epoch " not in printed
+    # ... unless a flag asks for more training.
+    more = _run(*command, "--max_epochs=2")
+    assert more["epochs"] == 2 and more["wall_seconds"] > saved["wall_seconds"]
+    assert "Epoch 2/2: " in capsys.readouterr().out
 
 
 def test_text_file_flags(tmp_path):
@@ -200,7 +242,32 @@ def test_text_file_flags(tmp_path):
                   "--valid_fraction=0.1")
     s = _settings("--dataset=text_file", "--text_file=a.txt")
     assert (s["valid_fraction"], s["test_fraction"]) == (0.05, 0.05)
-    assert s["output_dir"] == os.path.join("runs", "text_file_hmlstm")
+    assert s["output_dir"] == os.path.join("runs", "text_file_a_hmlstm")
+
+
+def test_default_output_dir_names_the_data():
+    """The main job keeps runs/quick_hmlstm; own text with the same preset
+    gets a directory of its own (the file's stem in it), so does another
+    dataset under a preset."""
+    main = _settings("--preset=quick")["output_dir"]
+    assert main == os.path.join("runs", "quick_hmlstm")
+    own = _settings("--preset=quick", "--dataset=text_file", "--text_file=d/my book.txt")
+    assert own["output_dir"] == os.path.join("runs", "quick_text_file_my_book_hmlstm")
+    other = _settings("--preset=quick", "--dataset=ptb_char", "--cell=lstm")
+    assert other["output_dir"] == os.path.join("runs", "quick_ptb_char_lstm")
+    assert _settings("--preset=ptb")["output_dir"] == os.path.join("runs", "ptb_hmlstm")
+
+
+def test_tiny_shrinks_a_text_file(tmp_path):
+    book = _book(tmp_path, content=BOOK * 4)  # 8,800 characters
+    texts, _, _ = ptb_char.load_texts(_settings(
+        "--preset=quick", "--tiny", "--dataset=text_file", f"--text_file={book}"))
+    assert "".join(texts[k] for k in ("train", "validation", "test")) == (BOOK * 4)[:3000]
+    texts, _, _ = ptb_char.load_texts(_settings(
+        "--preset=quick", "--dataset=text_file", f"--text_file={book}"))
+    assert sum(len(t) for t in texts.values()) == len(BOOK) * 4
+    with pytest.raises(ValueError, match="--text_chars applies to --dataset=text_file"):
+        _settings("--preset=quick", "--text_chars=10")
 
 
 @pytest.mark.parametrize("content,flags,match", [
@@ -211,8 +278,9 @@ def test_text_file_flags(tmp_path):
     (BOOK, ["--valid_fraction=0.5", "--test_fraction=0.5"],
      r"^--valid_fraction \+ --test_fraction must be below 1"),
     (BOOK, ["--test_fraction=0.0001"], r"^The test part of --text_file is empty"),
-    (BOOK + "\u00e9", [], r"^The test part of --text_file \(--test_fraction=0.05\) holds "
-                         r"1 symbol\(s\) absent from the training text.*\['\u00e9'\]"),
+    (BOOK + "\u00e9", ["--vocabulary=strict"],
+     r"^The test part of --text_file \(--test_fraction=0.05\) holds "
+     r"1 symbol\(s\) absent from the training text.*\['\u00e9'\]"),
 ], ids=["missing", "directory", "empty", "not_utf8", "sum", "empty_split",
         "unknown_symbol"])
 def test_text_file_bad_input_names_the_flag(tmp_path, content, flags, match):
@@ -239,9 +307,37 @@ def test_text_file_separate_files(tmp_path):
     assert words["last_char"].tolist() == [0, 1, 0, 0, 1, 0]
     test = _book(tmp_path, "test.txt", "the \u00fc cat.\n")
     s = _settings("--dataset=text_file", f"--text_file={_book(tmp_path)}",
-                  f"--test_file={test}")
+                  f"--test_file={test}", "--vocabulary=strict")
     with pytest.raises(ptb_char.FlagError, match=r"^--test_file holds 1 symbol\(s\)"):
         ptb_char.load_texts(s)
+
+
+def test_unseen_symbols_map_to_the_unknown_symbol(tmp_path, capsys, monkeypatch):
+    """A test split with symbols the training text lacks trains and is
+    scored (default --vocabulary=unknown), the mapped symbols counted; and
+    the run writes nothing outside its --output_dir."""
+    tail = "Xe! the cat sat. \u00e9t\u00e9!\n"
+    content = BOOK + tail  # the test part (5 %) ends with the new symbols
+    book = _book(tmp_path, content=content)
+    out, cwd = str(tmp_path / "run"), tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    results = _run("--preset=quick", "--tiny", "--dataset=text_file", f"--text_file={book}",
+                   f"--output_dir={out}", "--verbose=0")
+    assert os.listdir(cwd) == [] and sorted(os.listdir(tmp_path)) == ["book.txt", "cwd", "run"]
+    cut = len(content) - round(len(content) * 0.05)
+    train, test = content[: cut - round(len(content) * 0.05)], content[cut:]
+    new = [c for c in test if c not in set(train)]
+    assert len(new) == 5 and set(new) == {"X", "!", "\u00e9"}
+    saved = json.load(open(os.path.join(out, "results.json")))
+    assert saved["unknown_symbols"]["test"] == {"count": 5, "symbols": ["!", "X", "\u00e9"]}
+    assert saved == json.loads(json.dumps(results)) and 0 < saved["test_bpc"] < 20
+    vocab = json.load(open(os.path.join(out, "vocabulary.json")))
+    assert vocab["unknown_symbol"] == "\ufffd" and "\ufffd" in vocab["symbols"]
+    printed = capsys.readouterr().out
+    assert (f"test BPC {saved['test_bpc']:.4f} (5 of the {len(test)} test symbols are "
+            "unknown to the training text, scored as the unknown symbol)") in printed
+    assert "unknown symbols in test: 5 mapped to the unknown symbol" in printed
 
 
 def test_main_reports_a_bad_flag_in_one_line(tmp_path):
@@ -302,6 +398,13 @@ def test_rerun_with_another_model_is_refused_until_overwrite(tmp_path):
     (other / "notes.txt").write_text("mine")
     message = _main(*TINY_RUN, f"--output_dir={other}", "--overwrite")
     assert "is not one" in message and (other / "notes.txt").exists()
+    # A run on other data is another job's: no suggestion to delete it.
+    book = _book(tmp_path)
+    message = _main(*TINY_RUN, "--dataset=text_file", f"--text_file={book}",
+                    f"--output_dir={out}")
+    assert (f"--output_dir={out!r} holds a run on other data "
+            "(--dataset synthetic -> text_file") in message
+    assert "--overwrite" not in message and "\n" not in message
 
 
 def test_rerun_with_training_flags_resumes_with_true_epoch_headers(tmp_path, capsys):
@@ -327,6 +430,32 @@ def test_rerun_with_training_flags_resumes_with_true_epoch_headers(tmp_path, cap
     assert sum(line.startswith("Epoch ") for line in lines) == 2  # one per epoch
     assert [s["step"] for s in _steps(out)] == list(range(1, 17))
     assert json.load(open(os.path.join(out, "settings.json")))["learning_rate"] == 0.001
+
+
+def test_non_finite_loss_stops_with_the_last_good_checkpoint_intact(tmp_path):
+    """A learning rate of 1e30 makes step 2's loss NaN: the run stops in one
+    line naming the step and the checkpoint of step 1, which stays as saved
+    (finite, at batch 1); no NaN reaches steps.jsonl or a checkpoint."""
+    out = str(tmp_path / "run")
+    message = _main(*TINY_RUN, "--learning_rate=1e30", "--save_every=1", "--verbose=0",
+                    f"--output_dir={out}")
+    latest = os.path.join(out, "checkpoints", "latest")
+    assert message is not None and "\n" not in message, message
+    assert "Step 2: the training loss is nan; training stopped" in message
+    assert f"the last good checkpoint is {latest} (step 1), untouched" in message
+    assert "--learning_rate" in message
+    assert [s["step"] for s in _steps(out)] == [1]
+    progress = json.load(open(os.path.join(latest, "progress.json")))
+    assert (progress["epoch"], progress["batch"]) == (0, 1)
+    for name in os.listdir(latest):
+        if name.endswith(".h5"):
+            with h5py.File(os.path.join(latest, name), "r") as f:
+                arrays = []
+                f.visititems(lambda _, item: arrays.append(item[()])
+                             if isinstance(item, h5py.Dataset) else None)
+            assert arrays and all(np.all(np.isfinite(a)) for a in arrays
+                                  if np.issubdtype(np.asarray(a).dtype, np.floating))
+    assert not os.path.exists(os.path.join(out, "results.json"))
 
 
 def test_failed_data_load_names_the_flags_and_leaves_no_empty_dirs(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 from example_modules import ROOT, example_settings, load_example
 
 iam_ondb = load_example("iam_ondb")
+import command_line  # noqa: E402 (examples/, on sys.path once an example is loaded)
 
 
 def _settings(*args):
@@ -48,6 +49,12 @@ def test_tiny_run_resume_and_sampling(tmp_path):
     assert again["epochs"] == 2
     with open(os.path.join(out, "checkpoints", "latest", "progress.json")) as f:
         assert json.load(f)["epoch"] == 2
+    # Rerunning the finished run rewrites nothing.
+    before = open(os.path.join(out, "results.json"), "rb").read()
+    rerun = iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0",
+                                   "--max_epochs=2"))
+    assert rerun["epochs"] == 2 and rerun["wall_seconds"] == again["wall_seconds"]
+    assert open(os.path.join(out, "results.json"), "rb").read() == before
     # A model flag that differs is refused there.
     with pytest.raises(iam_ondb.FlagError, match="--units"):
         iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--units=9"))
@@ -67,6 +74,36 @@ def test_tiny_run_resume_and_sampling(tmp_path):
     assert [a.shape for a in arrays] == [(25, 3), (25, 3)]
     assert all(set(np.unique(a[:, 2])) <= {0.0, 1.0} for a in arrays)
     assert all(np.all(np.isfinite(a)) for a in arrays)
+    # Without --output the PNG goes next to the run, nothing into the
+    # current directory.
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "sample_handwriting.py"),
+         f"--model_dir={out}/step_model", "--steps=5", "--num_samples=1"],
+        capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _is_png(os.path.join(out, "sampled_handwriting.png")) and not os.listdir(cwd)
+    assert f"wrote {os.path.join(out, 'sampled_handwriting.png')}" in done.stdout
+
+    # sample.py (text) refuses this run in one line naming --model_dir and
+    # the run's kind (run_kind.json); without the marker, from the model.
+    refused = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "sample.py"), f"--model_dir={out}"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert (f"--model_dir={out!r} holds a run of examples/iam_ondb.py" in refused.stderr
+            and "reads runs of examples/ptb_char.py" in refused.stderr)
+    os.remove(os.path.join(out, "run_kind.json"))
+    with pytest.raises(iam_ondb.FlagError, match="--model_dir=.* without a vocabulary"):
+        load_example("sample").sample(out, length=3)
+    # The training scripts refuse each other's runs as --output_dir.
+    char_run = tmp_path / "char"
+    char_run.mkdir()
+    (char_run / "run_kind.json").write_text('{"kind": "char_lm"}')
+    with pytest.raises(iam_ondb.FlagError, match="--output_dir=.* holds a run of "
+                                                 "examples/ptb_char.py"):
+        iam_ondb.run(_settings("--tiny", f"--output_dir={char_run}"))
 
 
 def test_flag_errors(tmp_path):
@@ -84,3 +121,17 @@ def test_flag_errors(tmp_path):
          f"--model_dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": ROOT})
     assert missing.returncode != 0 and "holds no step model" in missing.stderr
+
+
+def test_non_finite_loss_stops_before_a_checkpoint(tmp_path):
+    """A learning rate of 1e30: the first epoch's NaN loss stops the run in
+    one line, and no checkpoint (of a NaN state) is written."""
+    out = str(tmp_path / "run")
+    with pytest.raises(command_line.RunStopped) as stopped:
+        iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0",
+                               "--learning_rate=1e30"))
+    message = str(stopped.value)
+    assert "\n" not in message and ": the training loss is nan; training stopped" in message
+    assert "no checkpoint was saved before it" in message
+    assert not os.path.exists(os.path.join(out, "checkpoints", "latest"))
+    assert not os.path.exists(os.path.join(out, "results.json"))

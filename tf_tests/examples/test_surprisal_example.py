@@ -69,6 +69,22 @@ def test_compare_surprisal_end_to_end(runs, tmp_path):
     assert "surprising" in done.stdout and "HM" in done.stdout
 
 
+def test_default_output_goes_into_run_a(runs, tmp_path):
+    """Without --output the figure and its JSON go into run A's directory,
+    nothing into the current one."""
+    paths, _ = runs
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = subprocess.run([sys.executable, SCRIPT, "--verbose=0", "--max_offset=2",
+                           "--max_chars=300", f"--run_a={paths['hmlstm']}",
+                           f"--run_b={paths['lstm']}"],
+                          capture_output=True, text=True, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not os.listdir(cwd)
+    for name in ("surprisal_vs_lstm.png", "surprisal_vs_lstm.json"):
+        assert os.path.isfile(os.path.join(paths["hmlstm"], name)), name
+
+
 def test_step_model_flags_and_max_chars(runs, tmp_path):
     paths, _ = runs
     out = str(tmp_path / "r.png")

@@ -33,6 +33,11 @@ def _results(output_dir):
         return json.load(f)
 
 
+def _progress(output_dir):
+    with open(os.path.join(output_dir, "checkpoints", "latest", "progress.json")) as f:
+        return json.load(f)
+
+
 def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     out = str(tmp_path / "run")
     common = ["--preset=quick", "--tiny", f"--output_dir={out}", "--verbose=0",
@@ -48,6 +53,7 @@ def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     assert results["weight_dtypes"] == ["float32"]  # variables stay float32
     assert 0 < results["final_bpc"] < 8 and 0 < results["valid_bpc"] < 8
     assert os.path.isdir(os.path.join(out, "checkpoints"))
+    first_seconds = _progress(out)["seconds"]
 
     # The same run resumed from its checkpoint, now over two replicas (the
     # strategy is not part of the model), to the end of its one epoch.
@@ -60,9 +66,19 @@ def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     assert results["jit_compile"] is False  # XLA cannot span logical CPUs
     assert results["steps"] == 37 and results["steps_this_run"] == 34
     assert results["epochs"] == 1
-    assert results["timed_steps"] == 32 and results["chars_per_second"] > 0
+    # Throughput and time of every process: 1 + 32 steps timed after each
+    # one's 2 compiling steps; the seconds of the first process included.
+    assert results["timed_steps"] == 33 and results["chars_per_second"] > 0
+    assert results["wall_seconds"] >= _progress(out)["seconds"] > first_seconds > 0
     assert 0 < results["final_bpc"] < 8 and 0 < results["valid_bpc"] < 8
     assert results["weight_dtypes"] == ["float32"]
+
+    # A rerun of the finished run reports it and rewrites nothing.
+    before = open(os.path.join(out, "results.json"), "rb").read()
+    again = _run(*common, "--strategy=mirrored", "--cpu_replicas=2", timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"{out} holds a finished run (37 steps, 1 epochs)" in again.stdout
+    assert open(os.path.join(out, "results.json"), "rb").read() == before
 
     # Its checkpoints hold the carried state: resuming without it is refused.
     third = _run(*common, "--nocarry_state", timeout=120)
@@ -86,6 +102,20 @@ def test_two_workers_end_to_end(tmp_path):
     # The logged figures are the means over both workers' replicas.
     for key in ("final_bpc", "valid_bpc", "last_epoch_mean_loss", "steps"):
         assert other[key] == chief[key], key
+
+
+def test_non_finite_loss_stops_in_one_line(tmp_path):
+    """A learning rate of 1e30: step 2's loss is NaN; the run stops in one
+    line naming the step and the checkpoint of step 1, left as saved."""
+    out = str(tmp_path / "run")
+    done = _run("--preset=quick", "--tiny", f"--output_dir={out}", "--verbose=0",
+                "--nojit_compile", "--learning_rate=1e30", "--save_every=1", timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("xla_gpu_training.py: Step 2: the training loss is nan"), line
+    assert f"{os.path.join(out, 'checkpoints', 'latest')} (step 1), untouched" in line
+    assert _progress(out)["batch"] == 1
+    assert not os.path.exists(os.path.join(out, "results.json"))
 
 
 @pytest.mark.parametrize(

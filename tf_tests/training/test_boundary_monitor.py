@@ -193,3 +193,35 @@ def test_nan_rates_are_logged_as_nan_and_are_no_collapse():
     assert np.isnan(history.history["z_rate_1"]).all()
     assert np.isnan(history.history["z_rate_2"]).all()
     assert monitor.collapses == []
+
+
+def _float_model():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input((T, 3)),
+        keras.layers.RNN(hmkeras.HMLSTMCell(6, num_layers=3), return_sequences=True),
+        keras.layers.Dense(1),
+    ])
+    model.compile(keras.optimizers.Adam(1e-3), "mse")
+    return model
+
+
+def test_nan_inputs_give_nan_rates_and_terminate_on_nan_stops():
+    """A NaN in the training inputs makes the weights NaN: the rates read NaN,
+    not 0 (a NaN state compares as no boundary); Keras' TerminateOnNaN,
+    the README's guard for a plain fit, stops at that batch."""
+    x = np.random.default_rng(0).normal(size=(24, T, 3)).astype("float32")
+    probe = x[:4].copy()
+    x[9, 3, 1] = np.nan  # in the third batch of 4
+    y = np.zeros((24, T, 1), "float32")
+    monitor = hmkeras.BoundaryMonitor(probe=probe, interval=1, verbose=0)
+    history = _float_model().fit(x, y, batch_size=4, epochs=1, callbacks=[monitor],
+                                 verbose=0, shuffle=False)
+    assert np.isnan(history.history["loss"][-1])
+    assert np.isnan(history.history["z_rate_1"][-1]) and np.isnan(history.history["z_rate_2"][-1])
+    assert monitor.collapses == []  # NaN is no collapse
+    batches = []
+    _float_model().fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False, callbacks=[
+        keras.callbacks.TerminateOnNaN(),
+        keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: batches.append(b))])
+    assert batches == [0, 1, 2]

@@ -131,7 +131,14 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path):
     assert any(name.startswith("optimizer") for name in weights_a)
     for name in weights_a:  # parameters, slope, carried state, Adam moments
         np.testing.assert_array_equal(weights_a[name], weights_b[name], err_msg=name)
-    assert TrainingCheckpoint(os.path.join(killed, "checkpoints")).progress()["batch"] == last
+    progress = TrainingCheckpoint(os.path.join(killed, "checkpoints")).progress()
+    assert progress["batch"] == last
+    # The epoch's training BPC counts the killed process' batches too, and
+    # the run's seconds add up over both processes.
+    for run_dir in (straight, killed):
+        total = TrainingCheckpoint(os.path.join(run_dir, "checkpoints")).progress()
+        assert total["epoch_bpc_sum"] == pytest.approx(sum(a.values()), rel=1e-6)
+    assert progress["seconds"] > saved["seconds"] > 0
 
 
 # Runs in a fresh process: two saves of a one-layer model; during the
