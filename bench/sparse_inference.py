@@ -3,13 +3,14 @@ r"""Batch-1 streaming speed of sparse-update inference against the dense path.
 Two modes.  With `--run_dir`, loads a trained character model from a run
 directory of `examples/ptb_char.py` (its `model_config.json`,
 `vocabulary.json`, `settings.json` and best weights) and streams its test
-text.  With `--units` instead (one or more layer sizes), builds an
-untrained character model of each size (`--cell`, `--layer_norm`), sets
-each boundary detector's bias so that the layer fires at the rate of
-`--boundary_rates` on the stream (bisection on a calibration prefix,
-bottom layer first; the defaults are the boundary prior's default
-segment lengths 5 and 15), and streams `--max_chars` random characters
-(the speed of a step does not depend on what the model predicts).
+text.  With `--untrained_units` instead (one or more layer sizes), builds
+an untrained character model of each size (`--untrained_cell`,
+`--untrained_layer_norm`), sets each boundary detector's bias so that the
+layer fires at the rate of `--boundary_rates` on the stream (bisection on
+a calibration prefix, bottom layer first; the defaults are the boundary
+prior's default segment lengths 5 and 15), and streams
+`--untrained_chars` random characters (the speed of a step does not
+depend on what the model predicts).
 
 Either way the text goes through at batch 1, the state carried over the
 whole text (Kadar et al.'s protocol), through two compiled scorers side
@@ -28,7 +29,7 @@ loading this script reuses.)
 
     python examples/ptb_char.py --preset=quick            # writes runs/quick_hmlstm
     python bench/sparse_inference.py --run_dir=runs/quick_hmlstm
-    python bench/sparse_inference.py --units=128,512 --json_out=sparse_untrained.json
+    python bench/sparse_inference.py --untrained_units=128,512 --json_out=sparse_untrained.json
 
 The ideal speed-up, were the layer updates all the work, would be
 `1 / (1 - skipped fraction)`; the embedding, output module, softmax and
@@ -48,15 +49,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "A run directory of examples/ptb_char.py.")
-flags.DEFINE_list("units", None,
+flags.DEFINE_list("untrained_units", None,
                   "Instead of --run_dir: untrained models of these layer sizes.")
-flags.DEFINE_enum("cell", "hmlstm", ["hmlstm", "hmrnn"], "Untrained models' cell.")
-flags.DEFINE_boolean("layer_norm", True, "Untrained models' layer normalization.")
+flags.DEFINE_enum("untrained_cell", "hmlstm", ["hmlstm", "hmrnn"], "Untrained models' cell.")
+flags.DEFINE_boolean("untrained_layer_norm", True, "Untrained models' layer normalization.")
 flags.DEFINE_list("boundary_rates", ["0.2", "0.0667"],
                   "Untrained models: the rate of each boundary layer, bottom first.")
 flags.DEFINE_integer("untrained_chars", 3000, "Untrained models: characters streamed.",
                      lower_bound=1)
-flags.DEFINE_integer("seed", 0, "Untrained models: weights and text.")
+flags.DEFINE_integer("untrained_seed", 0, "Untrained models: weights and text.")
 flags.DEFINE_integer("chunk_len", 100, "Characters per compiled chunk.", lower_bound=1)
 flags.DEFINE_integer("max_chars", 0, "Stream at most this many test characters (0: all).",
                      lower_bound=0)
@@ -148,13 +149,14 @@ def untrained_model(units):
     from hmkeras.models.char_language_model import CharLanguageModel
 
     model = CharLanguageModel(
-        vocab_size=_VOCAB_SIZE, cell=FLAGS.cell, units=units,
-        layer_norm=FLAGS.layer_norm, output_units=units, seed=FLAGS.seed,
+        vocab_size=_VOCAB_SIZE, cell=FLAGS.untrained_cell, units=units,
+        layer_norm=FLAGS.untrained_layer_norm, output_units=units,
+        seed=FLAGS.untrained_seed,
     )
     rates = [float(r) for r in FLAGS.boundary_rates]
     if len(rates) != model.hierarchical_cell.num_layers - 1:
         raise ValueError("--boundary_rates needs one rate per boundary layer.")
-    rng = np.random.default_rng(FLAGS.seed)
+    rng = np.random.default_rng(FLAGS.untrained_seed)
     ids = rng.integers(0, _VOCAB_SIZE, FLAGS.untrained_chars + _CALIBRATION_CHARS)
     reached = calibrate(model, ids[:_CALIBRATION_CHARS], FLAGS.chunk_len, rates)
     return model, ids[_CALIBRATION_CHARS:], reached
@@ -230,8 +232,8 @@ def _report(figures):
 
 def main(argv):
     del argv
-    if (FLAGS.run_dir is None) == (FLAGS.units is None):
-        raise app.UsageError("Give either --run_dir or --units.")
+    if (FLAGS.run_dir is None) == (FLAGS.untrained_units is None):
+        raise app.UsageError("Give either --run_dir or --untrained_units.")
     if FLAGS.run_dir is not None:
         model, ids = load_run(FLAGS.run_dir)
         if FLAGS.max_chars:
@@ -241,10 +243,11 @@ def main(argv):
         _report(results)
     else:
         results = []
-        for units in (int(u) for u in FLAGS.units):
+        for units in (int(u) for u in FLAGS.untrained_units):
             model, ids, reached = untrained_model(units)
             figures = {
-                "units": units, "cell": FLAGS.cell, "layer_norm": FLAGS.layer_norm,
+                "units": units, "cell": FLAGS.untrained_cell,
+                "layer_norm": FLAGS.untrained_layer_norm,
                 "target_boundary_rates": [float(r) for r in FLAGS.boundary_rates],
                 "calibrated_boundary_rates": reached,
                 **measure(model, ids, FLAGS.chunk_len),
