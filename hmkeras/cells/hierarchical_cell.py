@@ -408,46 +408,90 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         of `sequence_kernel`), on CPU at 3 x 256, batch 64; the
         HMRNN 3.32 and 2.08.)  (Moving the scales onto the inputs and
         doing a layer's products as one matmul against the stacked kernels
-        measured 3% slower.)  With `sparse_updates`, the Gram matrices are
-        built too: a COPYing layer's boundary column (`boundary_only` in
-        `_mixed_products`) needs the variance of a product it does not
-        compute.  The statistics (the variance, `G`) are in float32 under
-        mixed precision.  The biases `beta` of a layer's products are stacked,
-        so that their gated sum is one small matmul.
+        measured 3% slower.)  The statistics (the variance) are in float32
+        under mixed precision.  The biases `beta` of a layer's products are
+        stacked, so that their gated sum is one small matmul.
+
+        With `sparse_updates`, `"copy_boundaries"` holds, per layer, what
+        its boundary column needs when the layer COPYs and skips its
+        products (`_copy_boundary`; `None` for the bottom and top layers).
         """
         del step_input
         if not self.layer_norm:
-            return {"kernels": [self._plain_kernels(params) for params in self._layer_params]}
+            constants = {
+                "kernels": [self._plain_kernels(params) for params in self._layer_params]
+            }
+            if self.sparse_updates:
+                constants["copy_boundaries"] = [
+                    self._copy_boundary(index, None) for index in range(self.num_layers)
+                ]
+            return constants
         statistics = self._statistics_dtype
-        kernels, gains, grams, betas = [], [], [], []
+        kernels, gains, betas, centred_kernels = [], [], [], []
         for params in self._layer_params:
-            layer_kernels, layer_gains, layer_grams, layer_betas = [], [], [], []
+            layer_kernels, layer_gains, layer_betas, layer_centred = [], [], [], []
             for kernel_name, norm_name in _NORMALIZED_PRODUCTS:
                 if kernel_name not in params:
                     continue
                 gain, beta = (tf.convert_to_tensor(v) for v in params[norm_name])
                 kernel = tf.cast(tf.convert_to_tensor(params[kernel_name]), statistics)
                 centred = kernel - tf.reduce_mean(kernel, axis=1, keepdims=True)
-                if self.sparse_updates:
-                    columns = tf.cast(tf.shape(kernel)[1], statistics)
-                    layer_grams.append(
-                        tf.matmul(centred, centred, transpose_b=True) / columns
-                    )
+                layer_centred.append(centred)
                 layer_kernels.append(sequence_kernel(tf.cast(centred, self.compute_dtype)))
                 layer_gains.append(tf.cast(gain, self.compute_dtype))
                 layer_betas.append(tf.cast(beta, self.compute_dtype))
             kernels.append(layer_kernels)
             gains.append(layer_gains)
-            grams.append(layer_grams)
             betas.append(tf.stack(layer_betas))
+            centred_kernels.append(layer_centred)
         constants = {
             "normalized_kernels": kernels,
             "normalized_gains": gains,
             "normalized_betas": betas,
         }
         if self.sparse_updates:
-            constants["normalized_grams"] = grams
+            constants["copy_boundaries"] = [
+                self._copy_boundary(index, centred_kernels[index])
+                for index in range(self.num_layers)
+            ]
         return constants
+
+    def _copy_boundary(self, index, centred_kernels):
+        """A `sparse_update.CopyBoundary` of layer `index`, or `None`.
+
+        For the layers that can COPY and have a boundary detector (neither
+        the bottom nor the top one): one `BoundaryTerm` per product that a
+        COPY keeps (`_copy_coefficients`), and the offset, the detector's
+        bias plus, with layer normalization, the kept products' `beta`.
+
+        Args:
+            index: 0-based layer index.
+            centred_kernels: With layer normalization, the layer's kernels
+                centred over their columns (the order of
+                `_NORMALIZED_PRODUCTS`, in the statistics dtype); else
+                `None` (the plain kernels are read).
+        """
+        if index in (0, self.num_layers - 1):
+            return None
+        params = self._layer_params[index]
+        terms, offset = [], tf.convert_to_tensor(params["bias"])[-1:]
+        for product, factor in enumerate(self._copy_coefficients):
+            kernel_name, norm_name = _NORMALIZED_PRODUCTS[product]
+            if _is_zero(factor) or kernel_name not in params:
+                continue
+            if centred_kernels is None:
+                kernel = tf.cast(tf.convert_to_tensor(params[kernel_name]), self.compute_dtype)
+                terms.append(sparse_update.boundary_term(product, kernel))
+                continue
+            gain, beta = (tf.convert_to_tensor(v)[-1] for v in params[norm_name])
+            kernel = centred_kernels[product]
+            terms.append(sparse_update.boundary_term(
+                product, kernel, tf.cast(gain, kernel.dtype)
+            ))
+            offset = offset + beta
+        return sparse_update.CopyBoundary(
+            tuple(terms), tf.cast(offset, self.compute_dtype), _LAYER_NORM_EPSILON
+        )
 
     def _plain_kernels(self, params):
         """A layer's kernels without layer normalization, as `SequenceKernel`s.
@@ -512,18 +556,6 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         )
         return y * self._normalizing_scale(variance, factor) * gain
 
-    def _normalized_boundary_column(self, x, factor, gram, kernel, gain):
-        """The last column of `_normalized_product`, its variance from `G`.
-
-        What a COPYing layer's boundary detector needs under
-        `sparse_updates` (see `build_sequence_constants`): the variance of
-        the whole product, `x G x^T`, without computing the product.
-        """
-        x_stat = tf.cast(x, self._statistics_dtype)
-        variance = tf.reduce_sum(tf.matmul(x_stat, gram) * x_stat, axis=-1, keepdims=True)
-        scale = self._normalizing_scale(tf.maximum(variance, 0.0), factor)
-        return tf.matmul(x, kernel.kernel[:, -1:]) * scale * gain[-1:]
-
     def _normalizing_scale(self, variance, factor):
         """`factor / sqrt(variance + eps)` per row, in the compute dtype.
 
@@ -536,8 +568,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             scale = scale * tf.cast(factor, statistics)
         return tf.cast(scale, self.compute_dtype)
 
-    def _mixed_products(self, index, below, recurrent, above, coefficients, constants,
-                        boundary_only=False):
+    def _mixed_products(self, index, below, recurrent, above, coefficients, constants):
         """`a W h^{l-1}_t + b U h^l_{t-1} + c V h^{l+1}_{t-1}` (Chung Eq. 5-7).
 
         Args:
@@ -550,10 +581,6 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             constants: the cell's per-sequence constants; for the bottom
                 layer, `constants[PROJECTED_INPUT]`, when present, is its
                 precomputed bottom-up term (`bottom_up_product`).
-            boundary_only: compute only the last column, the boundary
-                detector's (what a COPYing layer needs under
-                `sparse_updates`); a coefficient may then be the Python
-                number 0, which drops its product.
 
         Without layer normalization, in cells that stack `[U; V]`
         (`_stack_recurrent_products`), the factors scale the inputs (each is
@@ -565,18 +592,16 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         normalized products; statistics in float32 under mixed precision.
 
         Returns:
-            The sum, `(batch, columns)` (or `(batch, 1)`), without the bias.
+            The sum, `(batch, columns)`, without the bias.
         """
         params = self._layer_params[index]
         has_top_down = "top_down_kernel" in params
         a, b, c = coefficients
         projected = constants.get(PROJECTED_INPUT) if index == 0 else None
-        if projected is not None and boundary_only:
-            projected = projected[:, -1:]
         kernels = None if self.layer_norm else constants["kernels"][index]
 
         def multiply(x, name):  # without layer normalization
-            return self._plain_product(x, kernels[name], boundary_only)
+            return kernel_product(x, kernels[name])
 
         if not self.layer_norm and self._stack_recurrent_products:
             if b is not None:
@@ -621,17 +646,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 continue
             kernel = constants["normalized_kernels"][index][k]
             gain = constants["normalized_gains"][index][k]
-            if boundary_only:
-                term = self._normalized_boundary_column(
-                    x, factor, constants["normalized_grams"][index][k], kernel, gain
-                )
-            else:
-                term = self._normalized_product(x, factor, kernel, gain)
+            term = self._normalized_product(x, factor, kernel, gain)
             total = term if total is None else total + term
         # The gated sum of the products' biases: one (batch, P) x (P, C) matmul.
         betas = constants["normalized_betas"][index]
-        if boundary_only:
-            betas = betas[:, -1:]
         if all(f is None for f in factors):
             return total + tf.reduce_sum(betas, axis=0)
         if any(_is_zero(f) for f in factors):  # COPY: Python factors
@@ -641,17 +659,6 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         ones = tf.ones_like(next(f for f in factors if f is not None))
         weights = tf.concat([ones if f is None else f for f in factors], axis=-1)
         return total + tf.matmul(tf.cast(weights, self.compute_dtype), betas)
-
-    def _plain_product(self, x, kernel, boundary_only):
-        """`x M` for a `SequenceKernel` `M`, without layer normalization.
-
-        The whole product, whose input gradient reads the kernel's
-        transpose (`sequence_kernel.product`), or with `boundary_only` its
-        last column alone (an inference path: a plain matmul).
-        """
-        if boundary_only:
-            return tf.matmul(x, kernel.kernel[:, -1:])
-        return kernel_product(x, kernel)
 
     def _normalize(self, x, gain_and_bias):
         """Layer normalization of `x` over its last axis (Ba et al. Eq. 20-22)."""
@@ -818,38 +825,38 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         A COPY keeps the layer's state bit for bit (Chung Eq. 2-3), so the
         skipped branch returns the state unchanged and computes only what
         the step still needs: the boundary detector's pre-activation (its
-        one column of the products that a COPY keeps, `_copy_coefficients`), none
-        at all for the top layer.  The bottom layer never COPYs.  Every
-        executed and skipped update is counted (`sparse_update`).
+        one column of the products that a COPY keeps, `_copy_coefficients`,
+        from the per-sequence `constants["copy_boundaries"]`:
+        `sparse_update.boundary_preactivation`), none at all for the top
+        layer.  The bottom layer never COPYs.  Every executed and skipped
+        update is counted (`sparse_update`).
         """
         counter = self._sparse_counter
         if ops.copy is None:  # the bottom layer
-            with tf.control_dependencies([counter.count(index, skipped=False)]):
-                return self._layer_step(index, below, z_below, state, recurrent,
-                                        above, z_previous, ops, constants)
+            counter.count(index, skipped=False)
+            return self._layer_step(index, below, z_below, state, recurrent,
+                                    above, z_previous, ops, constants)
         has_boundary = z_previous is not None
 
+        # The counts are stateful operations of their branch: compiled,
+        # each branch runs its own (automatic control dependencies), so no
+        # output waits on them.
         def dense():
-            with tf.control_dependencies([counter.count(index, skipped=False)]):
-                new_state, preactivation = self._layer_step(
-                    index, below, z_below, state, recurrent, above, z_previous,
-                    ops, constants,
-                )
-                new_state = [tf.identity(s) for s in new_state]
-                if has_boundary:
-                    return new_state, tf.identity(preactivation)
-                return new_state
+            counter.count(index, skipped=False)
+            new_state, preactivation = self._layer_step(
+                index, below, z_below, state, recurrent, above, z_previous,
+                ops, constants,
+            )
+            return (new_state, preactivation) if has_boundary else new_state
 
         def skipped():
-            with tf.control_dependencies([counter.count(index, skipped=True)]):
-                kept = [tf.identity(s) for s in state]
-                if not has_boundary:
-                    return kept
-                preactivation = self._mixed_products(
-                    index, below, recurrent, above, self._copy_coefficients,
-                    constants, boundary_only=True,
-                ) + self._layer_params[index]["bias"][-1:]
-                return kept, preactivation
+            counter.count(index, skipped=True)
+            if not has_boundary:
+                return list(state)
+            preactivation = sparse_update.boundary_preactivation(
+                constants["copy_boundaries"][index], (below, recurrent, above)
+            )  # Chung Eq. (5)-(7), the boundary column of a COPY
+            return list(state), preactivation
 
         every_row_copies = tf.reduce_all(tf.equal(ops.copy, 1.0))
         result = tf.cond(every_row_copies, skipped, dense)

@@ -35,9 +35,9 @@ import tensorflow as tf
 SequenceKernel = collections.namedtuple("SequenceKernel", ["kernel", "transposed"])
 SequenceKernel.__doc__ = """A kernel `(rows, columns)` and its transpose.
 
-Build it with `sequence_kernel`; multiply with `product`.  The boundary
-column alone (what a COPYing layer of a sparse update needs, an inference
-path) is `kernel[:, -1:]`, multiplied with `tf.matmul`.
+Build it with `sequence_kernel`; multiply with `product`.  (What a
+COPYing layer of a sparse update multiplies, the boundary column and its
+statistics, is made once per sequence by `sparse_update.boundary_term`.)
 """
 
 

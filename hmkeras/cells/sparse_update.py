@@ -12,6 +12,22 @@ layer's products (for the HM-LSTM `U h^l_{t-1}` alone, Eq. 5), since
 `z^l_t` decides whether the next step FLUSHes; the top layer has no
 detector and does no work at all.
 
+What that column needs is prepared once per sequence (`CopyBoundary`,
+made by the cell's `build_sequence_constants`): the boundary column of
+each kept product's kernel as a kernel of its own (all that is needed
+without layer normalization) and, with layer normalization (Ba et al.
+Eq. 20-21), what gives the product's variance without the product.  For a centred kernel `M_c` with `C` columns and
+`n` rows, the variance of `y = x M_c` over its columns is `x G x^T` with
+the Gram matrix `G = M_c M_c^T / C`; where `G` is smaller than the
+kernel (`C > n + 1`: the HM-LSTM's four gates) the step multiplies `x`
+by `[G | g M_c[:, -1:]]` (`g` the column's normalization gain), else
+by `[M_c / sqrt(C) | g M_c[:, -1:]]` and takes the sum of squares.
+Either way the skipped branch does one small matrix product per kept
+product, a few `(batch, 1)` operations and one addition of a
+per-sequence offset (the detector's bias plus the kept products'
+normalization biases), and slices nothing per step
+(`boundary_preactivation`).
+
 The results equal the dense path's: `h` and `c` are the kept state in
 both, and the boundaries are discrete (`"step"` mode, and `"sample"` at
 inference), so the one-column product can only change `z` if the
@@ -34,10 +50,31 @@ Example:
 (18, 12)
 """
 
+import collections
 import contextlib
 
 import numpy as np
 import tensorflow as tf
+
+BoundaryTerm = collections.namedtuple("BoundaryTerm", ["product", "kernel", "statistics"])
+BoundaryTerm.__doc__ = """One kept product's share of a COPYing layer's boundary column.
+
+`product`: which input multiplies it (0, 1, 2: `h^{l-1}_t`, `h^l_{t-1}`,
+`h^{l+1}_{t-1}`, the order of Chung Eq. 5-7's W, U, V).  `kernel`: the
+`(n, 1)` boundary column without layer normalization, else `(n, m + 1)`:
+`m` columns giving the variance, then the boundary column times its
+gain.  `statistics`: `None` (no normalization), `"gram"` (the variance
+is `x . (x K[:, :n])`) or `"squares"` (the variance is the sum of the
+squares of `x K[:, :m]`).
+"""
+
+CopyBoundary = collections.namedtuple("CopyBoundary", ["terms", "offset", "epsilon"])
+CopyBoundary.__doc__ = """What a COPYing layer's boundary pre-activation needs, per sequence.
+
+`terms`: a tuple of `BoundaryTerm`s; `offset`: the `(1,)` detector bias
+plus the kept products' normalization biases, in the compute dtype;
+`epsilon`: the layer normalization's.
+"""
 
 
 def check_sparse_updates(sparse_updates, boundary_mode):
@@ -107,6 +144,58 @@ class UpdateCounter:
         """`(executed, skipped)`: two int arrays, one entry per layer."""
         executed, skipped = self._counts()
         return executed.numpy(), skipped.numpy()
+
+
+def boundary_term(product, kernel, gain=None):
+    """The `BoundaryTerm` of one kept product (see the module docstring).
+
+    Args:
+        product: The product's input index (0, 1, 2: W, U, V).
+        kernel: `(n, C)`, the product's kernel, centred over its columns
+            when `gain` is given (layer normalization); its last column is
+            the boundary detector's.
+        gain: The normalization gain of the boundary column, a scalar in
+            the kernel's dtype, or `None` without layer normalization.
+    """
+    column = kernel[:, -1:]
+    if gain is None:
+        return BoundaryTerm(product, column, None)
+    rows, columns = kernel.shape
+    if columns > rows + 1:  # Ba et al. Eq. (21): var(x M_c) = x G x^T
+        gram = tf.matmul(kernel, kernel, transpose_b=True) / columns
+        return BoundaryTerm(product, tf.concat([gram, column * gain], 1), "gram")
+    scaled = kernel / tf.sqrt(tf.cast(columns, kernel.dtype))
+    return BoundaryTerm(product, tf.concat([scaled, column * gain], 1), "squares")
+
+
+def boundary_preactivation(copy_boundary, inputs):
+    """A COPYing layer's boundary pre-activation, `(batch, 1)`.
+
+    The last column of the layer's gated products plus its bias (Chung
+    Eq. 5-7 with the COPY's factors), each normalized product's column
+    scaled by `gain / sqrt(var + eps)` (Ba et al. Eq. 20-21).
+
+    Args:
+        copy_boundary: The layer's `CopyBoundary`.
+        inputs: `(h^{l-1}_t, h^l_{t-1}, h^{l+1}_{t-1})`, `None` where unused.
+    """
+    total = copy_boundary.offset
+    for term in copy_boundary.terms:
+        x = inputs[term.product]
+        if term.statistics is None:
+            total = total + tf.matmul(x, term.kernel)  # Chung Eq. (5)-(7), one column
+            continue
+        x = tf.cast(x, term.kernel.dtype)  # float32 statistics under mixed precision
+        width = term.kernel.shape[1] - 1
+        spread, column = tf.split(tf.matmul(x, term.kernel), [width, 1], axis=-1)
+        if term.statistics == "gram":
+            variance = tf.reduce_sum(spread * x, axis=-1, keepdims=True)
+            variance = tf.maximum(variance, 0.0)
+        else:
+            variance = tf.reduce_sum(tf.square(spread), axis=-1, keepdims=True)
+        term_value = column * tf.math.rsqrt(variance + copy_boundary.epsilon)
+        total = total + tf.cast(term_value, total.dtype)  # Ba et al. Eq. (20)-(21)
+    return total
 
 
 def in_loop_step(sequence_graph):

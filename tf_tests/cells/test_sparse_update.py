@@ -41,7 +41,7 @@ def _trained_like(layer, bias=-0.6):
             weight.assign(value)
 
 
-def make_pair(layer_class, batch=1, **kwargs):
+def make_pair(layer_class, batch=1, bias=-0.6, **kwargs):
     """A dense and a sparse layer with equal (trained-like) weights."""
     keras.utils.set_random_seed(3)
     dense = layer_class(UNITS, return_sequences=True, return_state=True, **kwargs)
@@ -49,7 +49,7 @@ def make_pair(layer_class, batch=1, **kwargs):
                          sparse_updates=True, **kwargs)
     dense.build((batch, None, FEATURES))
     sparse.build((batch, None, FEATURES))
-    _trained_like(dense)
+    _trained_like(dense, bias=bias)
     sparse.cell.set_weights(dense.cell.get_weights())
     return dense, sparse
 
@@ -234,12 +234,48 @@ def test_step_export_sparse_equals_dense(tmp_path):
     assert not hasattr(loaded[0], "update_counts")
 
 
+# Detector biases with which, on these weights and inputs, the middle
+# layer's detector both fires and stays silent at steps where it COPYs.
+_DECIDING_BIAS = {
+    ("HMLSTM", True): -0.5, ("HMLSTM", False): -0.12,
+    ("HMRNN", True): -0.5, ("HMRNN", False): -0.6,
+}
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("layer_norm", [True, False])
 @pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
-def test_copy_boundary_column_equals_dense_column(layer_class):
-    """A skipped layer's boundary pre-activation (its one column, the
-    layer-normalized products' variances from the Gram matrices) equals the
-    last column of the full products of a dense step."""
-    dense, sparse = make_pair(layer_class, batch=4, layer_norm=True)
+def test_skipped_branch_decides_and_keeps_as_dense(layer_class, layer_norm, compiled):
+    """Where the middle layer COPYs, the skipped branch's boundary (firing
+    or not) and kept state are the dense path's, eagerly and compiled."""
+    bias = _DECIDING_BIAS[layer_class.__name__, layer_norm]
+    dense, sparse = make_pair(layer_class, bias=bias, layer_norm=layer_norm)
+    x = _inputs(seed=6, steps=100)
+    wrap = tf.function if compiled else (lambda function: function)
+    want = [np.asarray(t) for t in wrap(lambda inputs: dense(inputs))(x)]
+    got = [np.asarray(t) for t in wrap(lambda inputs: sparse(inputs))(x)]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)  # outputs (h and z per step), states
+    z = _boundaries(dense, want[0])[0]  # (T, 2)
+    z2_previous = np.concatenate([[0.0], z[:-1, 1]])
+    copies = (z[:, 0] == 0) & (z2_previous == 0)  # layer 2 COPYs (Chung Eq. 2)
+    # Both decisions of the skipped branch occur: a COPY that ends its
+    # segment (the next step FLUSHes) and one that does not.
+    assert np.any(copies & (z[:, 1] == 1)) and np.any(copies & (z[:, 1] == 0))
+    stats = sparse.update_statistics()
+    np.testing.assert_array_equal(stats["per_layer_skipped"], expected_copies(z[None]))
+    hiddens = np.asarray(dense.split_outputs(want[0])[0][1])[0]  # h^2, (T, units)
+    kept = np.flatnonzero(copies[1:]) + 1
+    np.testing.assert_array_equal(hiddens[kept], hiddens[kept - 1])  # COPY keeps h^2
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+@pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
+def test_copy_boundary_column_equals_dense_column(layer_class, layer_norm):
+    """A skipped layer's boundary pre-activation (its one column, with
+    layer normalization the products' variances from the per-sequence
+    constants) equals the last column of a dense step's products."""
+    dense, sparse = make_pair(layer_class, batch=4, layer_norm=layer_norm)
     cell = sparse.cell
     rng = np.random.default_rng(5)
     below, recurrent, above = (
@@ -247,12 +283,14 @@ def test_copy_boundary_column_equals_dense_column(layer_class):
         for size in (UNITS[0], UNITS[1], UNITS[2])
     )
     constants = cell.build_sequence_constants(below)
-    assert "normalized_grams" in constants  # built for sparse updates only
-    coefficients = cell._copy_coefficients
-    column = cell._mixed_products(1, below, recurrent, above, coefficients, constants,
-                                  boundary_only=True)
-    full = cell._mixed_products(1, below, recurrent, above, coefficients, constants)
+    copy_boundaries = constants["copy_boundaries"]  # built for sparse updates only
+    assert copy_boundaries[0] is None and copy_boundaries[2] is None
+    column = sparse_update.boundary_preactivation(
+        copy_boundaries[1], (below, recurrent, above)
+    )
+    full = cell._mixed_products(
+        1, below, recurrent, above, cell._copy_coefficients, constants
+    ) + cell._layer_params[1]["bias"]
     assert column.shape == (4, 1)
     np.testing.assert_allclose(column.numpy(), full.numpy()[:, -1:], rtol=1e-5, atol=1e-6)
-    # The dense model builds no Gram matrices.
-    assert "normalized_grams" not in dense.cell.build_sequence_constants(below)
+    assert "copy_boundaries" not in dense.cell.build_sequence_constants(below)
