@@ -86,7 +86,7 @@ PRESETS = {
         dataset="synthetic", units=128, num_layers=3, embedding_dim=32,
         output_units=128, batch_size=32, seq_len=100, learning_rate=0.003,
         max_epochs=6, synthetic_train_chars=400_000, synthetic_valid_chars=10_000,
-        synthetic_test_chars=20_000, slope_rate=0.5, valid_batch_size=8,
+        synthetic_test_chars=20_000, valid_batch_size=8,
         layer_norm=True,
     ),
     "ptb": dict(
