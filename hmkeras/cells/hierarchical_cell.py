@@ -563,7 +563,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         `(batch, 1)` or `None`.
         """
         statistics = self._statistics_dtype
-        scale = tf.math.rsqrt(variance + _LAYER_NORM_EPSILON)
+        scale = _inverse_deviation(variance)
         if factor is not None:
             scale = scale * tf.cast(factor, statistics)
         return tf.cast(scale, self.compute_dtype)
@@ -969,10 +969,29 @@ def _is_zero(factor):
     return isinstance(factor, (int, float)) and factor == 0
 
 
+def _inverse_deviation(variance, epsilon=_LAYER_NORM_EPSILON):
+    """`1 / sqrt(variance + eps)`, and 0 (with no gradient) where `variance == 0`.
+
+    A row of zero variance is constant (all zeros once centred): its
+    normalized value is 0 either way, so the forward pass is unchanged.
+    The 0 changes the gradient there, which would be `gain / sqrt(eps)`
+    (about 316 x): `eps` guards the division, it should not set a gain.
+    Such rows are hidden states that are exactly zero: the zero initial
+    state, and a layer updated from all-zero inputs (with zero biases,
+    tanh(0) = 0 keeps it zero).  Through the bottom-up, recurrent and
+    top-down normalizations these rows chain that gain from link to link;
+    in `"sample"` mode, whose boundaries fire on them (hard_sigm(0) = 0.5),
+    the gradient of the first steps from the zero state grows by 1e2 to 1e4
+    per step, past float32's range within a 100-step window.
+    """
+    return tf.where(variance > 0.0, tf.math.rsqrt(variance + epsilon), tf.zeros_like(variance))
+
+
 def _layer_normalize(x, gain, bias, epsilon=_LAYER_NORM_EPSILON):
-    """`(x - mean) / sqrt(var + eps) * gain + bias` over the last axis."""
+    """`(x - mean) / sqrt(var + eps) * gain + bias` over the last axis
+    (with `_inverse_deviation`: no gradient through a constant row)."""
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    return (x - mean) * tf.math.rsqrt(variance + epsilon) * gain + bias
+    return (x - mean) * _inverse_deviation(variance, epsilon) * gain + bias
 
 
 def _cumulative(sizes):

@@ -196,9 +196,12 @@ def test_boundaries_are_binary(mode):
 # the loss bending as sharply: eps = 1e-8 is needed there), and with
 # z_bias=0 a layer of one row never updates (h = c = 0, z~ = 0.5 exactly),
 # where layer normalization of the zero vector (Jacobian 1 / sqrt(1e-5))
-# makes the straight-through surrogate too curved for any eps.  In both
-# cases a complex-step derivative of the reference matched the cell's
-# gradient to 1e-14: the limit is the finite differences', not the cell's.
+# makes the straight-through surrogate too curved for any eps (and the cell
+# now passes no gradient through the normalization of a constant row, see
+# `test_sample_mode_gradients_from_zero_state_stay_small`, where the
+# reference's derivative has that Jacobian).  In both cases a complex-step
+# derivative of the reference matched the cell's gradient to 1e-14 before
+# that change: the limit is the finite differences', not the cell's.
 @pytest.mark.parametrize("mode, steps, z_bias", [("step", 12, 0.0), ("sample", 6, 0.5),
                                                  ("soft", 12, 0.0)])
 def test_gradients_match_finite_differences(mode, steps, z_bias):
@@ -209,6 +212,26 @@ def test_gradients_match_finite_differences(mode, steps, z_bias):
         cell, hm_reference.hmlstm, inputs(3)[:, :steps], training=True)
     if mode != "soft":  # the decisions took both values
         assert set(np.unique(y[..., -2:])) == {0.0, 1.0}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sample_mode_gradients_from_zero_state_stay_small(seed):
+    # From the zero state, with the initial zero biases, a layer updated from
+    # all-zero inputs stays exactly zero (tanh(0) = 0); sampled boundaries
+    # (hard_sigm(0) = 0.5) fire on such rows, and each layer-normalized
+    # product of a zero hidden state multiplied the gradient by
+    # gain / sqrt(eps), about 316: 1e4 to 1e15 here, an infinite global norm
+    # (NaN weights after clipping) at the quick preset's sizes.  The
+    # normalization of a constant row now passes no gradient.
+    keras.utils.set_random_seed(seed)
+    cell = hmkeras.HMLSTMCell(8, num_layers=3, boundary_mode="sample", seed=seed)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    x = tf.random.stateless_normal((16, 10, FEATURES), seed=[seed, 0])
+    with tf.GradientTape() as tape:
+        hiddens, _ = cell.split_outputs(rnn(x, training=True))
+        loss = tf.add_n([tf.reduce_mean(tf.square(h)) for h in hiddens])
+    norm = float(tf.linalg.global_norm(tape.gradient(loss, rnn.trainable_variables)))
+    assert np.isfinite(norm) and norm < 10.0, norm
 
 
 def test_gradients_reach_lower_boundary_weights_from_top_layer_loss():

@@ -52,11 +52,17 @@ def test_sample_mode_matches_reference_given_its_boundaries():
     np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
 
 
-@pytest.mark.parametrize("mode", ["step", "soft"])
-def test_gradients_match_finite_differences(mode):
+@pytest.mark.parametrize("mode, z_bias", [("step", 0.5), ("soft", 0.0)])
+def test_gradients_match_finite_differences(mode, z_bias):
     # Soft mode: the true derivative; step mode: the straight-through one
     # (see `check_gradients_against_reference`), boundary columns included.
-    cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=2)
+    # Step mode's detector bias is shifted so that the upper layers update
+    # from the first steps: a layer that COPYs its zero initial state holds
+    # an all-zero row whose straight-through derivative (through the copy
+    # mask) is not zero, and the cell passes no gradient through the layer
+    # normalization of a constant row (`hierarchical_cell._inverse_deviation`)
+    # where the reference's derivative has its 1 / sqrt(eps) Jacobian.
+    cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=2, z_bias=z_bias)
     y = check_gradients_against_reference(
         cell, hm_reference.hmrnn, inputs(3)[:, :12], training=True)
     if mode == "step":  # the decisions took both values
