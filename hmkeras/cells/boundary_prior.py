@@ -167,6 +167,29 @@ def binomial_negative_log_likelihood(counts, steps, probability):
     )
 
 
+def _rate_loss(counts, steps, rates):
+    """Eq. (1) without its weight, from this batch's boundary `counts`
+    `(layers,)` and `steps`.
+
+    Under a `tf.distribute` strategy with several replicas the rate is the
+    whole batch's: the replicas' counts are summed, and each replica's
+    value is the whole batch's loss, whose gradient with respect to this
+    replica's counts is scaled by the number of replicas, as Keras scales
+    every replica's loss by its reciprocal before it sums the gradients.
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    if replicas == 1:
+        return tf.reduce_sum(tf.square(counts / steps - rates))
+    all_counts, all_steps = context.all_reduce(
+        tf.distribute.ReduceOp.SUM, [tf.stop_gradient(counts), tf.stop_gradient(steps)])
+    all_rates = all_counts / all_steps
+    value = tf.reduce_sum(tf.square(all_rates - rates))
+    # d value / d counts = 2 (rate - target) / all_steps, times the replicas.
+    slope = 2.0 * (all_rates - rates) / all_steps * replicas
+    return value + tf.reduce_sum(slope * (counts - tf.stop_gradient(counts)))
+
+
 @keras.saving.register_keras_serializable(package="hmkeras")
 class BoundaryPrior(keras.regularizers.Regularizer):
     """An expected segment length per boundary layer, as a loss (Eq. 1 or 2).
@@ -236,8 +259,7 @@ class BoundaryPrior(keras.regularizers.Regularizer):
         total_steps = tf.maximum(tf.reduce_sum(steps), 1.0)
         rates = tf.constant(self.target_rates, counts.dtype)
         if self.form == "rate":  # Eq. (1)
-            batch_rates = tf.reduce_sum(counts, axis=0) / total_steps
-            loss = tf.reduce_sum(tf.square(batch_rates - rates))
+            loss = _rate_loss(tf.reduce_sum(counts, axis=0), total_steps, rates)
         else:  # Eq. (2)
             nll = binomial_negative_log_likelihood(counts, steps[:, None], rates)
             loss = tf.reduce_sum(nll) / total_steps

@@ -20,8 +20,10 @@ class HMLSTM(HierarchicalSequenceLayer):
 
     Takes every argument of `HMLSTMCell` (see there: `units`,
     `num_layers`, `boundary_mode`, `slope`, `layer_norm`, `dropout`,
-    `recurrent_dropout`, `seed`, `sparse_updates`, ...) and those of
-    `keras.layers.RNN`: `return_sequences`, `return_state`,
+    `recurrent_dropout`, `seed`, `sparse_updates`, ...), the boundary
+    prior's `boundary_prior` (default `"rate"`, `None` for the papers'
+    model) and `segment_lengths` (a `hmkeras.BoundaryPrior` whose loss the
+    layer adds while training), and those of `keras.layers.RNN`: `return_sequences`, `return_state`,
     `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`.  The
     cell is `layer.cell`; its arguments are read-only attributes of the
     layer (`layer.units`, `layer.boundary_mode`, ...), and

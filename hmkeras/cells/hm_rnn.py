@@ -13,9 +13,10 @@ class HMRNN(HierarchicalSequenceLayer):
     `keras.layers.RNN(HMRNNCell(...))` as one layer, with the bottom
     layer's input product `W_1 x_t` computed for all steps before the time
     loop (see `hmkeras.cells.sequence_layer`).  Takes every argument of
-    `HMRNNCell` and `return_sequences`, `return_state`, `go_backwards`,
-    `stateful`, `unroll`, `zero_output_for_mask`; see `HMLSTM`, which it
-    mirrors.  States: `[h^1, ..., h^L, z]`.
+    `HMRNNCell`, the boundary prior's `boundary_prior` and
+    `segment_lengths`, and `return_sequences`, `return_state`,
+    `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`; see
+    `HMLSTM`, which it mirrors.  States: `[h^1, ..., h^L, z]`.
 
     Args:
 

@@ -9,6 +9,8 @@ from absl import flags
 import h5py
 import numpy as np
 import pytest
+
+import hmkeras
 from example_modules import ROOT, example_settings, load_example, run_ptb_char
 
 ptb_char = load_example("ptb_char")
@@ -32,10 +34,25 @@ def _progress(output_dir):
         return json.load(f)
 
 
-def _check_aligned(scores):
+# The embedded corpus' units are also scored on the last separator before
+# the next unit (after ", ").
+SYNTHETIC_ALIGNMENTS = ("separator", "last_char", "last_separator")
+
+
+def saved_test_text(output_dir):
+    """The test split of a --preset=quick --tiny run's embedded corpus."""
+    with open(os.path.join(output_dir, "settings.json")) as f:
+        s = json.load(f)
+    corpus = hmkeras.data.SyntheticHierarchicalCorpus(
+        seed=s["seed"], train_chars=s["synthetic_train_chars"],
+        valid_chars=s["synthetic_valid_chars"], test_chars=s["synthetic_test_chars"])
+    return corpus.text("test")
+
+
+def _check_aligned(scores, alignments=("separator", "last_char")):
     """An `AlignedBoundaryScores.as_dict()`: headline = the best alignment."""
     by = scores["by_alignment"]
-    assert set(by) == {"separator", "last_char"}
+    assert set(by) == set(alignments)
     assert scores["alignment"] in by
     assert scores["f1"] == by[scores["alignment"]]["f1"] == max(v["f1"] for v in by.values())
     assert scores["precision"] == by[scores["alignment"]]["precision"]
@@ -51,11 +68,14 @@ def test_quick_preset_end_to_end_and_sampling(tmp_path):
     assert saved["true_entropy_rate_bits_per_char"] == pytest.approx(0.768, abs=0.01)
     assert len(saved["z_rates"]) == 2 and len(saved["boundary_scores"]) == 2
     for key in ("boundary_scores", "boundary_scores_tolerance_1"):
-        for layer in saved[key]:  # every layer vs the words, both alignments
-            _check_aligned(layer)
+        for layer in saved[key]:  # every layer vs the words, every alignment
+            _check_aligned(layer, SYNTHETIC_ALIGNMENTS)
     for key in ("phrase_boundary_scores", "phrase_boundary_scores_tolerance_1"):
         assert saved[key]["layer"] == 2
-        _check_aligned(saved[key])
+        _check_aligned(saved[key], SYNTHETIC_ALIGNMENTS)
+    # Word tokens and the marked excerpt of the test text.
+    assert 0 <= saved["token_scores"]["f1"] <= 1 and saved["token_scores"]["num_reference"] > 0
+    assert saved["segment_excerpt"].replace("|", "").replace("\u2016", "") in saved_test_text(out)
     with open(os.path.join(out, "segmentation.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     for name in ("vocabulary.json", "model_config.json", "step_model/saved_model.pb"):
