@@ -11,8 +11,8 @@ PACKAGES = ("cells", "heads", "wrappers", "training", "analysis", "models")
 
 
 def _readme_table():
-    """`{package: [names]}` from the README's package-layout table."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    """`{package: [names]}` from the architecture page's table of names."""
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
         text = f.read()
     rows = re.findall(r"^\| `hmkeras\.(\w+)` \| (.*?) \|", text, re.M)
     return {package: re.findall(r"`(\w+)`", names) for package, names in rows}

@@ -221,8 +221,8 @@ class EvaluationChunks:
     >>> ev = EvaluationChunks(np.arange(251), seq_len=100)
     >>> ev.num_targets, ev.num_full_chunks, ev.final_chunk_length
     (250, 2, 50)
-    >>> [tuple(x.shape) for x, _, _ in ev.dataset(remainder="pad")]
-    [(1, 100), (1, 100), (1, 100)]
+    >>> [tuple(x.shape) for x, _, _ in ev.dataset(remainder="pad")] == [(1, 100)] * 3
+    True
     """
 
     def __init__(self, ids, seq_len: int = 100):

@@ -76,8 +76,10 @@ class SentenceBatches:
       keep_empty: keep empty sentences as a lone ``<eos>`` target.
 
     Attributes:
-      num_rows, num_batches, num_targets (weighted targets: the tokens
-      scored, ``<eos>`` included), num_dropped_targets (cut by "truncate").
+      num_rows: the number of rows.
+      num_batches: the number of batches.
+      num_targets: weighted targets: the tokens scored, ``<eos>`` included.
+      num_dropped_targets: targets cut by "truncate".
     """
 
     def __init__(self, sentences, seq_len=35, batch_size=32, overflow="truncate",

@@ -158,10 +158,13 @@ class WordLanguageModel:
             are keyword-only and listed in the signature.
 
     Attributes:
-        config, network, attention_network (None unless
-        ``wrapper="attention"``), embedding (the `TiedEmbedding`),
-        wrapper (the wrapper cell or None), features (tokens -> the
-        vectors the tied softmax reads, after dropout and projection).
+        config: the model's configuration.
+        network: the Keras model from tokens to logits.
+        attention_network: None unless ``wrapper="attention"``.
+        embedding: the `TiedEmbedding`.
+        wrapper: the wrapper cell or None.
+        features: tokens -> the vectors the tied softmax reads, after
+            dropout and projection.
     """
 
     def __init__(self, config=None, **kwargs):
