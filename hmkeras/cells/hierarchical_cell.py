@@ -51,7 +51,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells import sparse_update
 from hmkeras.cells import straight_through
 from hmkeras.cells.independent_initializers import independent_draw

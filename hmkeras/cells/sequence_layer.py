@@ -37,7 +37,7 @@ import keras
 import tensorflow as tf
 from keras.src import backend as keras_backend  # the RNN time loop, see above
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 # Arguments of `keras.layers.RNN` that a sequence layer takes.
 RNN_ARGUMENTS = (

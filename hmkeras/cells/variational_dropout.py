@@ -105,8 +105,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from hmkeras.cells.argument_checks import check_int
-from hmkeras.cells.argument_checks import check_rate
+from hmkeras.argument_checks import check_int
+from hmkeras.argument_checks import check_rate
 
 try:  # The single private-API dependency, see the module docstring.
     from keras.src.layers.rnn.dropout_rnn_cell import (

@@ -71,7 +71,7 @@ import collections
 import keras
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells import variational_dropout
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.independent_initializers import independent_draw
