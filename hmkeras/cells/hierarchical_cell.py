@@ -779,10 +779,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         counter = self._sparse_counter
         if sparse and not counter.in_sequence_layer:
             # Under keras.layers.RNN: do not count its shape-probing step.
-            sequence = self._vd_slot.sequence if self.in_sequence else None
-            counter.paused = not sparse_update.in_loop_step(
-                None if sequence is None else sequence.graph
-            )
+            counter.paused = not sparse_update.in_loop_step(self.sequence_graph)
         try:
             return self._unroll_layers(inputs, states, training, sparse, per_layer,
                                        z_previous, slope, previous_h, constants)

@@ -25,17 +25,16 @@ A cell served by a sequence layer implements:
 * `call_projected(projected, states, training) -> (output, new_states)`,
   the step of `call` from one step of those projections.
 
-Private Keras API: the time loop is Keras' own backend loop
-(`keras.src.backend.rnn`, which `RNN.inner_loop` runs too), so masking,
-`go_backwards`, `unroll` and `zero_output_for_mask` behave as in every
-Keras RNN; `tf_tests/cells/test_sequence_layers.py` fails if it changes.
+The time loop is Keras' own: the public `keras.layers.RNN.inner_loop` of
+a loop layer made for the call (`_ProjectedSteps` is its cell, the layer's
+cell stepping over the projections), so masking, `go_backwards`, `unroll`
+and `zero_output_for_mask` behave as in every Keras RNN.
 """
 
 import inspect
 
 import keras
 import tensorflow as tf
-from keras.src import backend as keras_backend  # the RNN time loop, see above
 
 from hmkeras import argument_checks
 
@@ -235,38 +234,19 @@ class SequenceLayer(keras.layers.RNN):
         argument_checks.check_float_inputs(type(self).__name__, sequences)
         # Work on the whole sequence, before the loop (one matrix product).
         projected = self.cell.project_sequence(sequences, training=training)
-
-        # Without `unroll`, Keras' loop first runs the step once more, outside
-        # the loop, to learn the output shape: sparse-update counts skip it.
+        loop = keras.layers.RNN(
+            _ProjectedSteps(self.cell, training, probed=not self.unroll),
+            return_sequences=self.return_sequences or self.needs_all_outputs(training),
+            go_backwards=self.go_backwards,
+            unroll=self.unroll,
+            zero_output_for_mask=self.zero_output_for_mask,
+            name=f"{self.name}_loop",
+        )
         counter = getattr(self.cell, "_sparse_counter", None)
-        probe = [counter is not None and not self.unroll]
         if counter is not None:
             counter.in_sequence_layer = True
-
-        def step(inputs, states):
-            if probe[0]:
-                probe[0] = False
-                counter.paused = True
-                try:
-                    return self.cell.call_projected(inputs, list(states), training=training)
-                finally:
-                    counter.paused = False
-            return self.cell.call_projected(inputs, list(states), training=training)
-
-        if not tf.nest.is_nested(initial_state):
-            initial_state = [initial_state]
         try:
-            return keras_backend.rnn(
-                step,
-                projected,
-                initial_state,
-                go_backwards=self.go_backwards,
-                mask=mask,
-                unroll=self.unroll,
-                input_length=sequences.shape[1],
-                zero_output_for_mask=self.zero_output_for_mask,
-                return_all_outputs=self.return_sequences or self.needs_all_outputs(training),
-            )
+            return loop.inner_loop(projected, initial_state, mask, training=training)
         finally:
             if counter is not None:
                 counter.in_sequence_layer = False
@@ -283,3 +263,34 @@ class SequenceLayer(keras.layers.RNN):
     def from_config(cls, config):
         return cls(**config)
 
+
+class _ProjectedSteps:
+    """The cell of a sequence layer's time loop: `cell.call_projected` on one
+    step of the projections (see the module docstring).
+
+    Not a layer (it has no weights, and the loop layer passes it no
+    `training`: it holds the call's). Without `unroll`, Keras' loop first
+    runs the step once more, outside the loop, to learn the output shape
+    (`probed`): sparse-update counts skip that step.
+    """
+
+    def __init__(self, cell, training, probed):
+        self.cell = cell
+        self.state_size = cell.state_size
+        self.output_size = cell.output_size
+        self.training = training
+        self._probe_pending = probed and getattr(cell, "_sparse_counter", None) is not None
+
+    def call(self, projected, states):
+        return self.cell.call_projected(projected, list(states), training=self.training)
+
+    def __call__(self, projected, states):
+        if not self._probe_pending:
+            return self.call(projected, states)
+        self._probe_pending = False
+        counter = self.cell._sparse_counter
+        counter.paused = True
+        try:
+            return self.call(projected, states)
+        finally:
+            counter.paused = False

@@ -201,19 +201,14 @@ def boundary_preactivation(copy_boundary, inputs):
 def in_loop_step(sequence_graph):
     """Whether a step being built is one of Keras' loop steps.
 
-    Compiled, `keras.layers.RNN` builds its loop steps in a while-loop body
-    nested in the graph where the cell's sequence was opened
-    (`sequence_graph`), and its shape-probing step directly in that graph.
-    Eagerly (or with no open sequence) the two cannot be told apart: True.
+    Compiled, `keras.layers.RNN` builds its shape-probing step directly in
+    the graph where the cell's sequence was opened (`sequence_graph`), and
+    its loop steps in a while-loop body nested in that graph. Eagerly (or
+    with no open sequence) the two cannot be told apart: True.
     """
     if sequence_graph is None or tf.executing_eagerly():
         return True
-    graph = tf.compat.v1.get_default_graph()
-    while graph is not None and graph is not sequence_graph:
-        if type(graph).__name__ == "WhileBodyFuncGraph":
-            return True
-        graph = getattr(graph, "outer_graph", None)
-    return False
+    return tf.compat.v1.get_default_graph() is not sequence_graph
 
 
 def _cells(model_or_cell):
