@@ -21,6 +21,7 @@
   policy network (supervised, REINFORCE or fixed operations).
 * `variational_dropout`: per-sequence dropout masks and constants of every
   cell; `independent_initializers`: one random draw per weight matrix.
+* `layer_search`: the cells of one kind inside a model (`find_layers`).
 
 The argument and input checks every package shares live in the
 package-neutral `hmkeras.argument_checks`.

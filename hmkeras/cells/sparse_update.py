@@ -56,6 +56,8 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells.layer_search import find_layers
+
 BoundaryTerm = collections.namedtuple("BoundaryTerm", ["product", "kernel", "statistics"])
 BoundaryTerm.__doc__ = """One kept product's share of a COPYing layer's boundary column.
 
@@ -211,11 +213,13 @@ def in_loop_step(sequence_graph):
     return tf.compat.v1.get_default_graph() is not sequence_graph
 
 
-def _cells(model_or_cell):
-    # Imported here: hierarchical_cell imports this module.
-    from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
+def _counting(layer):
+    return isinstance(getattr(layer, "_sparse_counter", None), UpdateCounter)
 
-    return find_hierarchical_cells(model_or_cell)
+
+def _cells(model_or_cell):
+    """The cells inside that count their updates (the hierarchical cells)."""
+    return find_layers(model_or_cell, _counting)
 
 
 def update_statistics(model_or_cell):
