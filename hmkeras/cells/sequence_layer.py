@@ -59,24 +59,6 @@ def apply_to_steps(function, sequences):
     return tf.reshape(result, tf.concat([shape[:2], tf.shape(result)[1:]], axis=0))
 
 
-# The `keras.layers.RNN` arguments' entries of a sequence layer's Args.
-_RNN_ARGUMENT_DOCS = """\
-return_sequences: Boolean. Whether to return the output of every step
-    (`(batch, time, output_size)`) or of the last one only. Default `False`.
-return_state: Boolean. Whether to return the final states after the
-    output. Default `False`.
-go_backwards: Boolean (default `False`). If `True`, process the input
-    sequence backwards and return the reversed sequence.
-stateful: Boolean (default `False`). If `True`, the last state of each
-    sample at index `i` in a batch is the initial state of the sample at
-    index `i` in the next batch (truncated BPTT).
-unroll: Boolean (default `False`). If `True`, the time loop is unrolled
-    (faster for short sequences, more memory).
-zero_output_for_mask: Boolean (default `False`). Whether masked steps
-    output zeros (`True`) or repeat the previous output.
-"""
-
-
 def _cell_parameters(cell_class):
     """The cell constructor's parameters, without `self` and `**kwargs`."""
     parameters = inspect.signature(cell_class.__init__).parameters
@@ -101,41 +83,6 @@ def _layer_signature(cls):
     return inspect.Signature(parameters)
 
 
-def _args_entries(cls):
-    """The entries of the `Args:` section of `cls`'s docstring (dedented)."""
-    lines = inspect.getdoc(cls).splitlines()
-    start = lines.index("Args:") + 1
-    entries = []
-    for line in lines[start:]:
-        if line.strip() and not line.startswith(" "):
-            break  # the next section
-        entries.append(line[4:] if line.startswith("    ") else line.strip())
-    return "\n".join(entries).strip("\n")
-
-
-def _compose_args(cls):
-    """Fills the empty `Args:` section of a sequence layer's docstring.
-
-    The cell's own entries (as the cell documents them), then the RNN
-    arguments and `**kwargs`, so that the layer documents every argument
-    of its signature.
-    """
-    cell_entries = _args_entries(cls.cell_class).split("\n")
-    kwargs_at = next(
-        (i for i, line in enumerate(cell_entries) if line.startswith("**kwargs:")),
-        len(cell_entries),
-    )
-    entries = (
-        cell_entries[:kwargs_at]
-        + (inspect.cleandoc(cls.layer_argument_docs).split("\n") if cls.layer_argument_docs else [])
-        + _RNN_ARGUMENT_DOCS.rstrip("\n").split("\n")
-        + ["**kwargs: Base layer keyword arguments, such as `name` and `dtype`."]
-    )
-    indent = " " * 8
-    section = "\n".join(indent + line if line else "" for line in entries)
-    cls.__doc__ = cls.__doc__.replace("    Args:\n", "    Args:\n" + section + "\n", 1)
-
-
 def _cell_property(name):
     def getter(self):
         return getattr(self.cell, name)
@@ -150,33 +97,28 @@ class SequenceLayer(keras.layers.RNN):
 
     A subclass sets `cell_class` and `cell_name` (the name Keras gives a
     cell of that class, so that weight paths are those of `RNN(cell)`:
-    `<layer name>/<cell name>/<weight>`), and ends its docstring's
-    `Args:` header with nothing under it.  The layer's signature is the
-    cell's constructor arguments followed by the keyword-only RNN
-    arguments (`RNN_ARGUMENTS`) and `**kwargs`; its `Args` section is
-    composed from the cell's entries and the RNN's; the cell's arguments
-    are read-only attributes of the layer.
+    `<layer name>/<cell name>/<weight>`).  The layer's signature is the
+    cell's constructor arguments, the layer's own (`layer_parameters`),
+    then the keyword-only RNN arguments (`RNN_ARGUMENTS`) and `**kwargs`;
+    the subclass's docstring documents them all in its `Args` section, in
+    that order, each cell argument as the cell documents it
+    (`tf_tests/test_signatures.py` checks both).  The cell's arguments are
+    read-only attributes of the layer.
     """
 
     cell_class = None
     cell_name = None
     # The layer's own arguments, besides the cell's and the RNN's: keyword-
-    # only `inspect.Parameter`s, their `Args` entries, and the method that
-    # takes them (called after the cell is made).
+    # only `inspect.Parameter`s, taken by `set_layer_arguments` (called
+    # after the cell is made).
     layer_parameters = ()
-    layer_argument_docs = ""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.cell_class is None:
             return
-        # The signature: the cell's arguments, then the RNN's (explicit, and
-        # documented in the Args section composed here).
+        # The signature: the cell's arguments, the layer's, then the RNN's.
         cls.__signature__ = _layer_signature(cls)
-        if "__doc__" in vars(cls) and cls.__doc__ and "    Args:\n" in cls.__doc__:
-            # A user's subclass without its own docstring (or without an
-            # Args section) keeps the documentation it inherits.
-            _compose_args(cls)
         for name in _cell_argument_names(cls.cell_class):
             if not any(name in vars(base) for base in cls.__mro__):
                 setattr(cls, name, _cell_property(name))
