@@ -147,6 +147,16 @@ def test_masks_in_compiled_graph():
     assert not layer.cell.in_sequence
 
 
+def test_masks_and_constants_once_per_sequence_under_xla():
+    layer = _probe_rnn(dropout=0.5, recurrent_dropout=0.5)
+    fn = tf.function(lambda x: layer(x, training=True), jit_compile=True)
+    first, second = fn(X).numpy(), fn(X).numpy()
+    for out in (first, second):
+        np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
+    assert not np.array_equal(first, second)
+    assert layer.cell.constant_builds == 1  # traced once: one sequence
+
+
 def test_same_seed_same_masks():
     a = _probe_rnn(dropout=0.5, seed=7)(X, training=True)
     b = _probe_rnn(dropout=0.5, seed=7)(X, training=True)
