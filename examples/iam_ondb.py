@@ -322,7 +322,6 @@ def run(s):
 
     from hmkeras.analysis.handwriting_plot import plot_handwriting, plot_segments
     from hmkeras.data.stroke_offsets import denormalize_offsets
-    from hmkeras.models.char_language_model import keep_saved_layers
     from hmkeras.models.handwriting_model import HandwritingModel
     from hmkeras.models.handwriting_model import HandwritingModelConfig
     from hmkeras.training.handwriting_step_export import (
@@ -333,8 +332,7 @@ def run(s):
         cell=s["cell"], units=s["units"], num_layers=s["num_layers"],
         output_units=s["output_units"], num_components=s["num_components"],
         layer_norm=s["layer_norm"], seed=s["seed"])
-    # A resumed run keeps the recurrent layers its checkpoints were made with.
-    model = HandwritingModel(keep_saved_layers(config, out_dir))
+    model = HandwritingModel(config)
     write_run_files(out_dir, model.config, s, kind="handwriting")
     print(f"{s['cell']}: {model.count_params():,} parameters; "
           f"{len(splits['train'])} training lines.")

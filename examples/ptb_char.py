@@ -991,14 +991,8 @@ def _check_model_config(s, config):
     does not match: the same flags on other data (e.g. an edited --text_file).
 
     Returns:
-        `config`, with the saved run's kind of recurrent layer when it
-        resumes one (`sequence_layer`, False for a model_config.json
-        written before that field: its checkpoints hold `RNN(cell)`
-        weights).
+        `config`.
     """
-    from hmkeras.models.char_language_model import keep_saved_layers
-
-    config = keep_saved_layers(config, s["output_dir"])
     path = os.path.join(s["output_dir"], "model_config.json")
     if not (os.path.isfile(path) and os.path.isdir(os.path.join(s["output_dir"],
                                                                  "checkpoints"))):

@@ -414,7 +414,6 @@ def run(s):
     import tensorflow as tf
 
     from hmkeras import data
-    from hmkeras.models.char_language_model import keep_saved_layers
     from hmkeras.models.word_language_model import WordLanguageModel
     from hmkeras.models.word_language_model import WordLanguageModelConfig
     from hmkeras.models.word_language_model import sentence_perplexity
@@ -448,9 +447,6 @@ def run(s):
             wrapper=s["wrapper"], memory_size=s["memory_size"],
             attention_score=s["attention_score"], dropout=s["dropout"],
             init_scale=s["init_scale"], seed=s["seed"])
-    if s["cell"] != "rrnet":  # (the RRNet model has one layer kind)
-        # A resumed run keeps the recurrent layers its checkpoints were made with.
-        config = keep_saved_layers(config, s["output_dir"])
     write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="word_lm")
     tf.random.set_seed(s["seed"])
     lm = model_class(config)

@@ -20,6 +20,9 @@ Packages, by role (dependencies point down the list):
 * `hmkeras.cells`, `hmkeras.heads`, `hmkeras.data`: cells, sequence layers
   and their machinery; output modules; datasets, vocabularies, pipelines.
 
+Under them all, `hmkeras.argument_checks` (no package of its own) holds the
+argument and input checks every package shares.
+
 Every public name is importable from `hmkeras` and from its package
 (`hmkeras.cells.HMLSTMCell`).
 """

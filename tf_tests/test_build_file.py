@@ -40,7 +40,25 @@ def test_library_per_package_with_its_real_dependencies():
                 code = f.read()
             # Imports only (docstring examples may use any package).
             imported |= set(re.findall(r"^\s*(?:from|import) hmkeras\.(\w+)", code, re.M))
+            imported |= set(re.findall(r"^\s*from hmkeras import (\w+)", code, re.M))
         imported.discard(package)
         assert imported == declared, (package, imported, declared)
     for helper in ("hm_fixtures.py", "hm_reference.py", "run_pytest.py", "conftest.py"):
         assert f'"tf_tests/{helper}"' in text
+
+
+def test_package_neutral_modules_have_their_own_library():
+    """A module directly under hmkeras/ (the argument checks) is a library
+    of its own that depends on no package of hmkeras."""
+    text = build_text()
+    modules = {os.path.basename(p)[:-3]
+               for p in glob.glob(os.path.join(ROOT, "hmkeras", "*.py"))} - {"__init__"}
+    assert modules == {"argument_checks"}
+    for module in modules:
+        block = re.search(
+            rf'name = "{module}",\n    srcs = \["hmkeras/{module}\.py"\],\n.*?deps = \[(.*?)\]',
+            text, re.S)
+        assert block is not None, module
+        assert block.group(1) == ""
+        with open(os.path.join(ROOT, "hmkeras", f"{module}.py")) as f:
+            assert not re.search(r"^\s*(?:from|import) hmkeras", f.read(), re.M)

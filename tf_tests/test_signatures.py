@@ -119,6 +119,43 @@ def test_var_keyword_only_for_keras_base_arguments(cls):
         assert "**kwargs" in documented_arguments(cls)
 
 
+def args_entries(cls):
+    """`{entry's names: its text, dedented}` of `cls`'s Args section, in
+    order; the names are a tuple (`kernel_regularizer, bias_regularizer:`
+    documents two arguments)."""
+    lines = inspect.getdoc(cls).splitlines()
+    entries, names = {}, None
+    for line in lines[lines.index("Args:") + 1:]:
+        if line.strip() and not line.startswith(" "):
+            break  # the next section
+        match = _ENTRY.match(line[4:]) if line.startswith("    ") and line[4] != " " else None
+        if match:
+            names = tuple(name.strip() for name in match.group(1).split(","))
+            entries[names] = [line[4:]]
+        elif names is not None:
+            entries[names].append(line[4:] if line.strip() else "")
+    return {names: "\n".join(text).strip() for names, text in entries.items()}
+
+
+SEQUENCE_LAYERS = [hmkeras.HMLSTM, hmkeras.HMRNN, hmkeras.MultiplicativeLSTM]
+
+
+@pytest.mark.parametrize("cls", SEQUENCE_LAYERS, ids=lambda cls: cls.__name__)
+def test_sequence_layer_documents_its_signature_in_order(cls):
+    """The written Args of a sequence layer: its signature's arguments in
+    order, the cell's word for word as the cell documents them."""
+    entries = args_entries(cls)
+    assert [name for names in entries for name in names] == [
+        ("**" if p.kind is p.VAR_KEYWORD else "") + name
+        for name, p in inspect.signature(cls).parameters.items()
+    ]
+    cell_entries = args_entries(cls.cell_class)
+    cell_arguments = set(explicit_parameters(cls.cell_class))
+    for names, text in entries.items():
+        if set(names) <= cell_arguments:
+            assert cell_entries.get(names) == text, (cls.__name__, names)
+
+
 def test_hierarchical_base_has_the_shared_signature():
     base = inspect.signature(hmkeras.HierarchicalCell).parameters
     assert base == inspect.signature(hmkeras.HMRNNCell).parameters

@@ -21,8 +21,10 @@
   policy network (supervised, REINFORCE or fixed operations).
 * `variational_dropout`: per-sequence dropout masks and constants of every
   cell; `independent_initializers`: one random draw per weight matrix.
-* `argument_checks`: the argument and input checks shared by every public
-  class (NumPy scalars accepted, bad values refused naming the argument).
+* `layer_search`: the cells of one kind inside a model (`find_layers`).
+
+The argument and input checks every package shares live in the
+package-neutral `hmkeras.argument_checks`.
 """
 
 from hmkeras.cells.boundary_prior import BoundaryPrior

@@ -64,7 +64,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 FORMS = ("rate", "binomial")
 # Default weight of each form (see the module docstring).

@@ -51,10 +51,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells import sparse_update
 from hmkeras.cells import straight_through
 from hmkeras.cells.independent_initializers import independent_draw
+from hmkeras.cells.layer_search import find_layers
 from hmkeras.cells.sequence_kernel import product as kernel_product
 from hmkeras.cells.sequence_kernel import sequence_kernel
 from hmkeras.cells.sequence_layer import apply_to_steps
@@ -779,10 +780,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         counter = self._sparse_counter
         if sparse and not counter.in_sequence_layer:
             # Under keras.layers.RNN: do not count its shape-probing step.
-            sequence = self._vd_slot.sequence if self.in_sequence else None
-            counter.paused = not sparse_update.in_loop_step(
-                None if sequence is None else sequence.graph
-            )
+            counter.paused = not sparse_update.in_loop_step(self.sequence_graph)
         try:
             return self._unroll_layers(inputs, states, training, sparse, per_layer,
                                        z_previous, slope, previous_h, constants)
@@ -1003,27 +1001,4 @@ def _cumulative(sizes):
 
 def find_hierarchical_cells(model_or_layer):
     """All `HierarchicalCell`s inside a model, layer, RNN or wrapper cell."""
-    found, seen = [], set()
-
-    def visit(obj):
-        if obj is None or id(obj) in seen:
-            return
-        seen.add(id(obj))
-        if isinstance(obj, HierarchicalCell):
-            found.append(obj)
-            return
-        if isinstance(obj, (list, tuple)):
-            for child in obj:
-                visit(child)
-            return
-        if not isinstance(obj, keras.layers.Layer):
-            return
-        # Sub-layers are attributes (`RNN.cell`, a wrapper's `cell`,
-        # `StackedRNNCells.cells`, a model's layers, a custom layer's parts).
-        for name, value in vars(obj).items():
-            if name.startswith("_") and name != "_layers":
-                continue
-            visit(value)
-
-    visit(model_or_layer)
-    return found
+    return find_layers(model_or_layer, lambda layer: isinstance(layer, HierarchicalCell))

@@ -15,19 +15,6 @@ from hmkeras.cells import sparse_update
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.sequence_layer import SequenceLayer
 
-_PRIOR_DOCS = """\
-boundary_prior: The form of the boundary prior whose loss the layer adds
-    while training (`hmkeras.BoundaryPrior`): `"rate"` (default) or
-    `"binomial"`; `None` adds none and gives exactly the papers' model. An
-    extension: trained on the language-modelling loss alone the boundary
-    detectors fire on most steps and segment nothing.
-segment_lengths: The expected segment length (in steps, > 1) of every
-    boundary layer, bottom first (`num_layers - 1` values). Default
-    `None`: 5 for the bottom layer, 3 times longer for each layer above
-    (`(5, 15)` for three layers).
-"""
-
-
 class HierarchicalSequenceLayer(SequenceLayer):
     """Base of `HMLSTM` and `HMRNN`; see `SequenceLayer`."""
 
@@ -35,7 +22,6 @@ class HierarchicalSequenceLayer(SequenceLayer):
         inspect.Parameter("boundary_prior", inspect.Parameter.KEYWORD_ONLY, default="rate"),
         inspect.Parameter("segment_lengths", inspect.Parameter.KEYWORD_ONLY, default=None),
     )
-    layer_argument_docs = _PRIOR_DOCS
 
     def set_layer_arguments(self, boundary_prior, segment_lengths):
         prior = prior_for(boundary_prior, segment_lengths, self.cell.num_layers)

@@ -36,6 +36,91 @@ class HMLSTM(HierarchicalSequenceLayer):
     followed by the cell's states `[h^1, c^1, ..., h^L, c^L, z]`.
 
     Args:
+        units: Positive int, the size of every layer, or a list with one
+            size per layer (bottom first).
+        num_layers: Number of layers L >= 2. Defaults to 3, or to
+            `len(units)` when `units` is a list.
+        boundary_mode: `"step"` (Eq. 9, deterministic; default),
+            `"sample"` (z ~ Bernoulli(z~) while training, step at
+            inference) or `"soft"` (z = z~, no discretization).
+        slope: Initial slope `a > 0` of `hard_sigm(x) = clip((a x + 1) / 2,
+            0, 1)`, default 1. Kadar et al.'s alpha is `a / 2`. Stored as a
+            non-trainable weight `slope`, changed by `SlopeAnnealing`.
+        layer_norm: Layer normalization (Ba et al. 2016, Eq. 20-22) of
+            each of the bottom-up, recurrent and top-down products and of
+            the cell state before the output tanh, on every layer. Default
+            `True`: Chung et al. normalize all their models (Sec. 4.1);
+            without it the boundaries tend to collapse (README, "Boundaries
+            that learn"). The statistics are computed in float32 under
+            mixed precision.
+        layer_norm_gain: Initial gain (> 0) of the products' normalizations
+            (default 0.2; the cell state's starts at 1). A normalized
+            product is scale-free, so its Jacobian grows as `1 / |h|`: with
+            gains of 1 the backward pass grows ~1.5x per step at
+            initialization and overflows float32 within a few hundred
+            steps; 0.2 keeps it near 1x.
+        top_down: Whether layers below the top get the gated top-down
+            input `z^l_{t-1} V_l h^{l+1}_{t-1}` (Eq. 6). `False` is
+            Kadar et al.'s NoTopDown ablation.
+        copy_last: The variant of the authors' code base (Kadar et al.'s
+            CopyLast): when the top layer COPYs it keeps `c` but recomputes
+            `h = o * tanh(c_{t-1})`.  Default `False` (the paper: `h` is
+            copied too).
+        boundary_bias: Initial bias of every boundary detector, a finite
+            number (default 0, as in the papers; an extension: negative values start the
+            layers with fewer boundaries).
+        forget_bias: Finite number added to the forget-gate bias at
+            initialization. Default 1.
+        kernel_initializer: For the bottom-up matrices `W` (gate columns).
+        recurrent_initializer: For the recurrent `U` and top-down `V`
+            matrices (gate columns). Default orthogonal.
+        boundary_initializer: For the boundary column of every matrix.
+            Default Glorot uniform (Kadar et al. Sec. 3.1).
+        bias_initializer: For the biases.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer:
+            Regularizers of `W`, of `U` and `V`, and of `b`.
+        kernel_constraint, recurrent_constraint, bias_constraint:
+            Constraints of `W`, of `U` and `V`, and of `b`.
+        dropout: Variational dropout rate of the input `x_t` (one mask per
+            sequence, Gal & Ghahramani 2016), in [0, 1).
+        recurrent_dropout: Variational dropout rate of `h^l_{t-1}` where it
+            enters the recurrent and top-down products, in [0, 1). The
+            carried state is not dropped, so COPY stays exact.
+        seed: Seed of the initial weights (every matrix and boundary column
+            is a draw of its own), of the dropout masks and of the Bernoulli
+            boundary samples (`"sample"` mode). Without it the initial
+            weights follow `keras.utils.set_random_seed`.
+        sparse_updates: Inference option (default `False`): a layer whose
+            operation is COPY in every row of the batch (at batch 1: every
+            COPY) skips its update, a `tf.cond` around it, and computes
+            only its boundary detector's column. The outputs equal the
+            dense path's; `hmkeras.cells.sparse_update` counts the skipped
+            updates. Ignored while training; refused with
+            `boundary_mode="soft"`, whose COPY is not exact.
+        boundary_prior: The form of the boundary prior whose loss the layer
+            adds while training (`hmkeras.BoundaryPrior`): `"rate"` (default)
+            or `"binomial"`; `None` adds none and gives exactly the papers'
+            model. An extension: trained on the language-modelling loss alone
+            the boundary detectors fire on most steps and segment nothing.
+        segment_lengths: The expected segment length (in steps, > 1) of every
+            boundary layer, bottom first (`num_layers - 1` values). Default
+            `None`: 5 for the bottom layer, 3 times longer for each layer above
+            (`(5, 15)` for three layers).
+        return_sequences: Boolean. Whether to return the output of every step
+            (`(batch, time, output_size)`) or of the last one only. Default
+            `False`.
+        return_state: Boolean. Whether to return the final states after the
+            output. Default `False`.
+        go_backwards: Boolean (default `False`). If `True`, process the input
+            sequence backwards and return the reversed sequence.
+        stateful: Boolean (default `False`). If `True`, the last state of each
+            sample at index `i` in a batch is the initial state of the sample
+            at index `i` in the next batch (truncated BPTT).
+        unroll: Boolean (default `False`). If `True`, the time loop is unrolled
+            (faster for short sequences, more memory).
+        zero_output_for_mask: Boolean (default `False`). Whether masked steps
+            output zeros (`True`) or repeat the previous output.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Example:
 

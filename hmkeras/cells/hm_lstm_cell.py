@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.masked_lstm_update import masked_lstm_update
 

@@ -19,6 +19,61 @@ class HMRNN(HierarchicalSequenceLayer):
     `HMLSTM`, which it mirrors.  States: `[h^1, ..., h^L, z]`.
 
     Args:
+        units: Positive int (every layer) or a list of per-layer sizes.
+        num_layers: Number of layers L >= 2. Defaults to 3, or to
+            `len(units)` when `units` is a list.
+        boundary_mode: `"step"`, `"sample"` or `"soft"` (see `HMLSTMCell`).
+        slope: Initial hard-sigmoid slope `a > 0` (a non-trainable weight).
+        layer_norm: Layer normalization (Ba et al. 2016) of each of the
+            bottom-up, recurrent and top-down products. Default `True`.
+        layer_norm_gain: Initial gain (> 0) of those normalizations (see
+            `HMLSTMCell`).
+        top_down: Whether FLUSH reads the layer above (Eq. 9). With
+            `False` a FLUSH uses `tanh(W h^{l-1}_t + b)` alone.
+        boundary_bias: Initial bias of every boundary detector (a finite
+            number, default 0).
+        kernel_initializer: For the bottom-up matrices `W`.
+        recurrent_initializer: For the recurrent `U` and top-down `V`
+            matrices. Default orthogonal.
+        boundary_initializer: For the boundary column of every matrix.
+        bias_initializer: For the biases.
+        kernel_regularizer: Regularizer of `W`.
+        recurrent_regularizer: Regularizer of `U` and `V`.
+        bias_regularizer: Regularizer of `b`.
+        kernel_constraint: Constraint of `W`.
+        recurrent_constraint: Constraint of `U` and `V`.
+        bias_constraint: Constraint of `b`.
+        dropout: Variational dropout rate of the input, in [0, 1).
+        recurrent_dropout: Variational dropout rate of `h^l_{t-1}` where it
+            enters the recurrent and top-down products, in [0, 1).
+        seed: Seed of the initial weights, the dropout masks and the
+            Bernoulli boundary samples (see `HMLSTMCell`).
+        sparse_updates: Skip the update of a layer that COPYs in every row
+            at inference (see `HMLSTMCell`).
+        boundary_prior: The form of the boundary prior whose loss the layer
+            adds while training (`hmkeras.BoundaryPrior`): `"rate"` (default)
+            or `"binomial"`; `None` adds none and gives exactly the papers'
+            model. An extension: trained on the language-modelling loss alone
+            the boundary detectors fire on most steps and segment nothing.
+        segment_lengths: The expected segment length (in steps, > 1) of every
+            boundary layer, bottom first (`num_layers - 1` values). Default
+            `None`: 5 for the bottom layer, 3 times longer for each layer above
+            (`(5, 15)` for three layers).
+        return_sequences: Boolean. Whether to return the output of every step
+            (`(batch, time, output_size)`) or of the last one only. Default
+            `False`.
+        return_state: Boolean. Whether to return the final states after the
+            output. Default `False`.
+        go_backwards: Boolean (default `False`). If `True`, process the input
+            sequence backwards and return the reversed sequence.
+        stateful: Boolean (default `False`). If `True`, the last state of each
+            sample at index `i` in a batch is the initial state of the sample
+            at index `i` in the next batch (truncated BPTT).
+        unroll: Boolean (default `False`). If `True`, the time loop is unrolled
+            (faster for short sequences, more memory).
+        zero_output_for_mask: Boolean (default `False`). Whether masked steps
+            output zeros (`True`) or repeat the previous output.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Example:
 

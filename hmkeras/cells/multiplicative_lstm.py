@@ -33,6 +33,64 @@ class MultiplicativeLSTM(SequenceLayer):
     version) gets.
 
     Args:
+        units: Positive int, dimensionality of h_t and c_t.
+        multiplicative_units: Positive int, dimensionality of m_t. Defaults
+            (`None`) to `units` (as in the paper).
+        activation: Activation of the candidate and of the memory (Eq. 15-16).
+            Default: hyperbolic tangent (`tanh`).
+        recurrent_activation: Activation of the gates (Eq. 19-21). Default:
+            sigmoid.
+        use_bias: Boolean, whether the pre-activations have a bias.
+        kernel_initializer: Initializer for `kernel` (all input projections).
+            Default: `"glorot_uniform"`.
+        recurrent_initializer: Initializer of each block of the hidden
+            matrices `recurrent_kernel` and `multiplicative_kernel`, whose
+            values are then multiplied by `recurrent_init_scale`. Default:
+            `"orthogonal"`.
+        bias_initializer: Initializer for the bias. Default: `"zeros"`.
+        forget_bias: Finite float added to the forget-gate slice of the
+            initial bias (3.0 in the paper; 1.0 is Keras'
+            `unit_forget_bias`). Ignored when `use_bias=False`.
+        recurrent_init_scale: Float > 0, scale of the initial hidden matrices.
+            Default: 0.7.
+        weight_normalization: Boolean, whether to weight-normalize the
+            matrices that `weight_normalization_scope` names.
+        weight_normalization_scope: `"recurrent"` (default, as Krause et
+            al. Section 4.2: "weight normalization ... on recurrent
+            weights"): `recurrent_kernel` and `multiplicative_kernel`; or
+            `"all"`: those and the input `kernel` (the behaviour of
+            configurations saved before this argument existed). Ignored
+            when `weight_normalization=False`.
+        kernel_regularizer: Regularizer for `kernel` (its direction `v` when
+            weight normalization covers it).
+        recurrent_regularizer: Regularizer for `recurrent_kernel` and
+            `multiplicative_kernel` (their directions under weight
+            normalization).
+        bias_regularizer: Regularizer for the bias.
+        kernel_constraint: Constraint for `kernel`.
+        recurrent_constraint: Constraint for `recurrent_kernel` and
+            `multiplicative_kernel`.
+        bias_constraint: Constraint for the bias.
+        dropout: Float in [0, 1). Rate of the per-sequence mask on the input.
+        recurrent_dropout: Float in [0, 1). Rate of the per-sequence mask on
+            the hidden state (the dropped h_t is output and fed back).
+        seed: `None` or an int, the seed of the initial weights and of the
+            dropout masks.
+        return_sequences: Boolean. Whether to return the output of every step
+            (`(batch, time, output_size)`) or of the last one only. Default
+            `False`.
+        return_state: Boolean. Whether to return the final states after the
+            output. Default `False`.
+        go_backwards: Boolean (default `False`). If `True`, process the input
+            sequence backwards and return the reversed sequence.
+        stateful: Boolean (default `False`). If `True`, the last state of each
+            sample at index `i` in a batch is the initial state of the sample
+            at index `i` in the next batch (truncated BPTT).
+        unroll: Boolean (default `False`). If `True`, the time loop is unrolled
+            (faster for short sequences, more memory).
+        zero_output_for_mask: Boolean (default `False`). Whether masked steps
+            output zeros (`True`) or repeat the previous output.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Example:
 

@@ -8,7 +8,7 @@ from keras import ops
 from keras import regularizers
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells import weight_normalization
 from hmkeras.cells.independent_initializers import independent_draw
 from hmkeras.cells.sequence_kernel import product as kernel_product

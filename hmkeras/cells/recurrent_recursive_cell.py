@@ -15,7 +15,7 @@ the RNN state (`hmkeras.cells.tensor_stack`).  A policy network over
 import keras
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells import tensor_stack
 from hmkeras.cells.independent_initializers import independent_draw
 

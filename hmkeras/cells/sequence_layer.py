@@ -25,19 +25,18 @@ A cell served by a sequence layer implements:
 * `call_projected(projected, states, training) -> (output, new_states)`,
   the step of `call` from one step of those projections.
 
-Private Keras API: the time loop is Keras' own backend loop
-(`keras.src.backend.rnn`, which `RNN.inner_loop` runs too), so masking,
-`go_backwards`, `unroll` and `zero_output_for_mask` behave as in every
-Keras RNN; `tf_tests/cells/test_sequence_layers.py` fails if it changes.
+The time loop is Keras' own: the public `keras.layers.RNN.inner_loop` of
+a loop layer made for the call (`_ProjectedSteps` is its cell, the layer's
+cell stepping over the projections), so masking, `go_backwards`, `unroll`
+and `zero_output_for_mask` behave as in every Keras RNN.
 """
 
 import inspect
 
 import keras
 import tensorflow as tf
-from keras.src import backend as keras_backend  # the RNN time loop, see above
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 # Arguments of `keras.layers.RNN` that a sequence layer takes.
 RNN_ARGUMENTS = (
@@ -58,24 +57,6 @@ def apply_to_steps(function, sequences):
     flat = tf.reshape(sequences, [-1, sequences.shape[-1]])
     result = function(flat)
     return tf.reshape(result, tf.concat([shape[:2], tf.shape(result)[1:]], axis=0))
-
-
-# The `keras.layers.RNN` arguments' entries of a sequence layer's Args.
-_RNN_ARGUMENT_DOCS = """\
-return_sequences: Boolean. Whether to return the output of every step
-    (`(batch, time, output_size)`) or of the last one only. Default `False`.
-return_state: Boolean. Whether to return the final states after the
-    output. Default `False`.
-go_backwards: Boolean (default `False`). If `True`, process the input
-    sequence backwards and return the reversed sequence.
-stateful: Boolean (default `False`). If `True`, the last state of each
-    sample at index `i` in a batch is the initial state of the sample at
-    index `i` in the next batch (truncated BPTT).
-unroll: Boolean (default `False`). If `True`, the time loop is unrolled
-    (faster for short sequences, more memory).
-zero_output_for_mask: Boolean (default `False`). Whether masked steps
-    output zeros (`True`) or repeat the previous output.
-"""
 
 
 def _cell_parameters(cell_class):
@@ -102,41 +83,6 @@ def _layer_signature(cls):
     return inspect.Signature(parameters)
 
 
-def _args_entries(cls):
-    """The entries of the `Args:` section of `cls`'s docstring (dedented)."""
-    lines = inspect.getdoc(cls).splitlines()
-    start = lines.index("Args:") + 1
-    entries = []
-    for line in lines[start:]:
-        if line.strip() and not line.startswith(" "):
-            break  # the next section
-        entries.append(line[4:] if line.startswith("    ") else line.strip())
-    return "\n".join(entries).strip("\n")
-
-
-def _compose_args(cls):
-    """Fills the empty `Args:` section of a sequence layer's docstring.
-
-    The cell's own entries (as the cell documents them), then the RNN
-    arguments and `**kwargs`, so that the layer documents every argument
-    of its signature.
-    """
-    cell_entries = _args_entries(cls.cell_class).split("\n")
-    kwargs_at = next(
-        (i for i, line in enumerate(cell_entries) if line.startswith("**kwargs:")),
-        len(cell_entries),
-    )
-    entries = (
-        cell_entries[:kwargs_at]
-        + (inspect.cleandoc(cls.layer_argument_docs).split("\n") if cls.layer_argument_docs else [])
-        + _RNN_ARGUMENT_DOCS.rstrip("\n").split("\n")
-        + ["**kwargs: Base layer keyword arguments, such as `name` and `dtype`."]
-    )
-    indent = " " * 8
-    section = "\n".join(indent + line if line else "" for line in entries)
-    cls.__doc__ = cls.__doc__.replace("    Args:\n", "    Args:\n" + section + "\n", 1)
-
-
 def _cell_property(name):
     def getter(self):
         return getattr(self.cell, name)
@@ -151,33 +97,28 @@ class SequenceLayer(keras.layers.RNN):
 
     A subclass sets `cell_class` and `cell_name` (the name Keras gives a
     cell of that class, so that weight paths are those of `RNN(cell)`:
-    `<layer name>/<cell name>/<weight>`), and ends its docstring's
-    `Args:` header with nothing under it.  The layer's signature is the
-    cell's constructor arguments followed by the keyword-only RNN
-    arguments (`RNN_ARGUMENTS`) and `**kwargs`; its `Args` section is
-    composed from the cell's entries and the RNN's; the cell's arguments
-    are read-only attributes of the layer.
+    `<layer name>/<cell name>/<weight>`).  The layer's signature is the
+    cell's constructor arguments, the layer's own (`layer_parameters`),
+    then the keyword-only RNN arguments (`RNN_ARGUMENTS`) and `**kwargs`;
+    the subclass's docstring documents them all in its `Args` section, in
+    that order, each cell argument as the cell documents it
+    (`tf_tests/test_signatures.py` checks both).  The cell's arguments are
+    read-only attributes of the layer.
     """
 
     cell_class = None
     cell_name = None
     # The layer's own arguments, besides the cell's and the RNN's: keyword-
-    # only `inspect.Parameter`s, their `Args` entries, and the method that
-    # takes them (called after the cell is made).
+    # only `inspect.Parameter`s, taken by `set_layer_arguments` (called
+    # after the cell is made).
     layer_parameters = ()
-    layer_argument_docs = ""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.cell_class is None:
             return
-        # The signature: the cell's arguments, then the RNN's (explicit, and
-        # documented in the Args section composed here).
+        # The signature: the cell's arguments, the layer's, then the RNN's.
         cls.__signature__ = _layer_signature(cls)
-        if "__doc__" in vars(cls) and cls.__doc__ and "    Args:\n" in cls.__doc__:
-            # A user's subclass without its own docstring (or without an
-            # Args section) keeps the documentation it inherits.
-            _compose_args(cls)
         for name in _cell_argument_names(cls.cell_class):
             if not any(name in vars(base) for base in cls.__mro__):
                 setattr(cls, name, _cell_property(name))
@@ -235,38 +176,19 @@ class SequenceLayer(keras.layers.RNN):
         argument_checks.check_float_inputs(type(self).__name__, sequences)
         # Work on the whole sequence, before the loop (one matrix product).
         projected = self.cell.project_sequence(sequences, training=training)
-
-        # Without `unroll`, Keras' loop first runs the step once more, outside
-        # the loop, to learn the output shape: sparse-update counts skip it.
+        loop = keras.layers.RNN(
+            _ProjectedSteps(self.cell, training, probed=not self.unroll),
+            return_sequences=self.return_sequences or self.needs_all_outputs(training),
+            go_backwards=self.go_backwards,
+            unroll=self.unroll,
+            zero_output_for_mask=self.zero_output_for_mask,
+            name=f"{self.name}_loop",
+        )
         counter = getattr(self.cell, "_sparse_counter", None)
-        probe = [counter is not None and not self.unroll]
         if counter is not None:
             counter.in_sequence_layer = True
-
-        def step(inputs, states):
-            if probe[0]:
-                probe[0] = False
-                counter.paused = True
-                try:
-                    return self.cell.call_projected(inputs, list(states), training=training)
-                finally:
-                    counter.paused = False
-            return self.cell.call_projected(inputs, list(states), training=training)
-
-        if not tf.nest.is_nested(initial_state):
-            initial_state = [initial_state]
         try:
-            return keras_backend.rnn(
-                step,
-                projected,
-                initial_state,
-                go_backwards=self.go_backwards,
-                mask=mask,
-                unroll=self.unroll,
-                input_length=sequences.shape[1],
-                zero_output_for_mask=self.zero_output_for_mask,
-                return_all_outputs=self.return_sequences or self.needs_all_outputs(training),
-            )
+            return loop.inner_loop(projected, initial_state, mask, training=training)
         finally:
             if counter is not None:
                 counter.in_sequence_layer = False
@@ -283,3 +205,34 @@ class SequenceLayer(keras.layers.RNN):
     def from_config(cls, config):
         return cls(**config)
 
+
+class _ProjectedSteps:
+    """The cell of a sequence layer's time loop: `cell.call_projected` on one
+    step of the projections (see the module docstring).
+
+    Not a layer (it has no weights, and the loop layer passes it no
+    `training`: it holds the call's). Without `unroll`, Keras' loop first
+    runs the step once more, outside the loop, to learn the output shape
+    (`probed`): sparse-update counts skip that step.
+    """
+
+    def __init__(self, cell, training, probed):
+        self.cell = cell
+        self.state_size = cell.state_size
+        self.output_size = cell.output_size
+        self.training = training
+        self._probe_pending = probed and getattr(cell, "_sparse_counter", None) is not None
+
+    def call(self, projected, states):
+        return self.cell.call_projected(projected, list(states), training=self.training)
+
+    def __call__(self, projected, states):
+        if not self._probe_pending:
+            return self.call(projected, states)
+        self._probe_pending = False
+        counter = self.cell._sparse_counter
+        counter.paused = True
+        try:
+            return self.call(projected, states)
+        finally:
+            counter.paused = False

@@ -56,6 +56,8 @@ import contextlib
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells.layer_search import find_layers
+
 BoundaryTerm = collections.namedtuple("BoundaryTerm", ["product", "kernel", "statistics"])
 BoundaryTerm.__doc__ = """One kept product's share of a COPYing layer's boundary column.
 
@@ -201,26 +203,23 @@ def boundary_preactivation(copy_boundary, inputs):
 def in_loop_step(sequence_graph):
     """Whether a step being built is one of Keras' loop steps.
 
-    Compiled, `keras.layers.RNN` builds its loop steps in a while-loop body
-    nested in the graph where the cell's sequence was opened
-    (`sequence_graph`), and its shape-probing step directly in that graph.
-    Eagerly (or with no open sequence) the two cannot be told apart: True.
+    Compiled, `keras.layers.RNN` builds its shape-probing step directly in
+    the graph where the cell's sequence was opened (`sequence_graph`), and
+    its loop steps in a while-loop body nested in that graph. Eagerly (or
+    with no open sequence) the two cannot be told apart: True.
     """
     if sequence_graph is None or tf.executing_eagerly():
         return True
-    graph = tf.compat.v1.get_default_graph()
-    while graph is not None and graph is not sequence_graph:
-        if type(graph).__name__ == "WhileBodyFuncGraph":
-            return True
-        graph = getattr(graph, "outer_graph", None)
-    return False
+    return tf.compat.v1.get_default_graph() is not sequence_graph
+
+
+def _counting(layer):
+    return isinstance(getattr(layer, "_sparse_counter", None), UpdateCounter)
 
 
 def _cells(model_or_cell):
-    # Imported here: hierarchical_cell imports this module.
-    from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
-
-    return find_hierarchical_cells(model_or_cell)
+    """The cells inside that count their updates (the hierarchical cells)."""
+    return find_layers(model_or_cell, _counting)
 
 
 def update_statistics(model_or_cell):

@@ -9,15 +9,16 @@ however, is stepped by `keras.layers.RNN` one step at a time inside a
 `tf.while_loop`, and has no place of its own to do work "before the loop".
 
 `VariationalDropoutMixin` gives a cell that place. A sequence is *open*
-between `begin_sequence(first_step_input)` and `end_sequence()`; while it is
-open the cell's masks and constants are tensors computed once, captured by the
-loop body. `keras.layers.RNN` opens and closes the sequence itself (see the
-private-API note below), also for cells inside `keras.layers.StackedRNNCells`.
-When no sequence is open (the cell is called by hand, or by a wrapper cell
-that does not forward the hooks) everything is computed per call instead: the
-results are the same for constants, while dropout masks are then drawn afresh
-at every call. A wrapper cell forwards the hooks with the module functions
-`begin_sequence(cell, ...)` / `end_sequence(cell)`.
+from `begin_sequence(first_step_input)` on; while it is open the cell's masks
+and constants are tensors computed once, captured by the loop body. Under
+`keras.layers.RNN` the cell opens one sequence per `RNN` call by itself (see
+"How a sequence opens" below), also inside `keras.layers.StackedRNNCells` and
+inside wrapper cells. When no sequence is open (the cell is called by hand)
+everything is computed per call instead: the results are the same for
+constants, while dropout masks are then drawn afresh at every call; stepping
+by hand between `begin_sequence(x)` and `end_sequence()` shares them. A
+wrapper cell forwards its sequence to the cell it wraps with the module
+functions `begin_sequence(cell, ...)` / `end_sequence(cell)`.
 
 API for a cell (a `keras.layers.Layer` with a `units` attribute):
 
@@ -81,53 +82,40 @@ layer = keras.layers.RNN(TinyRNNCell(8, dropout=0.2, recurrent_dropout=0.2))
 y = layer(np.ones((2, 5, 3), "float32"), training=True)
 ```
 
-Private Keras API
------------------
-`keras.layers.RNN.call` (keras/src/layers/rnn/rnn.py, Keras 3) treats cells
-that are instances of `keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell`
-(and the cells of a `StackedRNNCells`) specially: before the time loop it
-calls `cell.get_dropout_mask(sequences[:, 0, :])` and then
-`cell.get_recurrent_dropout_mask(initial_state[0])`; after the loop it calls
-`cell.reset_dropout_mask()` and `cell.reset_recurrent_dropout_mask()`.
-`VariationalDropoutMixin` subclasses that class ONLY to pass the isinstance
-check and overrides all four methods (`get_dropout_mask` opens the sequence,
-the resets close it). This file is the only place hmkeras relies on it;
-`tf_tests/test_variational_dropout.py` (`test_keras_private_hook_contract`)
-fails if Keras changes it. Should the import ever fail, cells still compute
-correct results per call (with a warning), only slower and with per-step
-rather than per-sequence dropout masks.
+How a sequence opens
+--------------------
+`keras.layers.RNN` has no public call that tells a cell "a sequence starts",
+so the cell recognises its sequence itself, with public API only: a
+sequence belongs to one run of `keras.layers.RNN.call`, the innermost one on
+the Python call stack when the cell is called (`rnn_call_in_progress`). The
+first query of a run (`input_dropout_mask`, `recurrent_dropout_mask` or
+`sequence_constants`, which the cells make at the start of every step, and
+a sequence layer's `project_sequence` before its loop) opens the run's
+sequence with `begin_sequence(step_input)`; every later step of the same
+run finds it open. Keras' loop runs one step in the graph of the call
+before the loop, to learn the output shape, so the masks are drawn there
+and the loop body captures them; eagerly, or with `unroll=True`, every
+step runs in that same call. Masks are therefore drawn and constants made
+once per `RNN` call (a new call, e.g. the next batch, draws new masks),
+eagerly, in a `tf.function` and under XLA. The open sequence remembers the
+`RNN` call it belongs to (its frame object, held until the next sequence or
+`end_sequence()` replaces it); outside any `RNN` call only a sequence opened
+by hand is used, and only from the graph it was opened in (or graphs nested
+in it).
 """
 
 import collections
-import warnings
+import inspect
 
 import keras
 import tensorflow as tf
 from keras import ops
 
-from hmkeras.cells.argument_checks import check_int
-from hmkeras.cells.argument_checks import check_rate
-
-try:  # The single private-API dependency, see the module docstring.
-    from keras.src.layers.rnn.dropout_rnn_cell import (
-        DropoutRNNCell as _KerasPerSequenceHook,
-    )
-
-    KERAS_HOOK_AVAILABLE = True
-except ImportError:  # pragma: no cover - only on an incompatible Keras.
-    KERAS_HOOK_AVAILABLE = False
-    warnings.warn(
-        "hmkeras: keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell is "
-        "gone from this Keras version; hmkeras cells fall back to per-step "
-        "computation (dropout masks are no longer shared across time)."
-    )
-
-    class _KerasPerSequenceHook:
-        pass
-
+from hmkeras.argument_checks import check_int
+from hmkeras.argument_checks import check_rate
 
 _Sequence = collections.namedtuple(
-    "_Sequence", ["input_mask", "recurrent_mask", "constants", "graph"]
+    "_Sequence", ["input_mask", "recurrent_mask", "constants", "graph", "rnn_call"]
 )
 
 
@@ -138,6 +126,20 @@ class _SequenceSlot:
 
     def __init__(self):
         self.sequence = None
+
+
+def rnn_call_in_progress():
+    """The frame of the innermost `keras.layers.RNN.call` running, or None.
+
+    Subclasses that call `super().call` (the sequence layers, Keras' `LSTM`)
+    run it too. Identifies the sequence a cell is being stepped through.
+    """
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_code is keras.layers.RNN.call.__code__:
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def _current_graph():
@@ -152,7 +154,7 @@ def _reachable(owner_graph):
 
     True in the graph itself and in graphs nested in it (a while-loop body, a
     cond branch), which capture them. Guards against tensors left over by a
-    sequence that was not closed (e.g. after an exception in a traced call).
+    sequence of another trace (e.g. after an exception in a traced call).
     """
     graph = _current_graph()
     if owner_graph is None:
@@ -164,7 +166,7 @@ def _reachable(owner_graph):
     return False
 
 
-class VariationalDropoutMixin(_KerasPerSequenceHook):
+class VariationalDropoutMixin:
     """Mixin for RNN cells: per-sequence dropout masks and constants.
 
     Put it before `keras.layers.Layer` in the bases and call
@@ -215,8 +217,14 @@ class VariationalDropoutMixin(_KerasPerSequenceHook):
     @property
     def in_sequence(self):
         """Whether a sequence is open and usable from the current context."""
+        return self._usable(self._vd_slot.sequence)
+
+    @property
+    def sequence_graph(self):
+        """The graph the open sequence was opened in (None: eager, or none
+        open)."""
         sequence = self._vd_slot.sequence
-        return sequence is not None and _reachable(sequence.graph)
+        return sequence.graph if self._usable(sequence) else None
 
     def begin_sequence(self, step_input):
         """Draws this sequence's masks and computes its constants.
@@ -231,34 +239,54 @@ class VariationalDropoutMixin(_KerasPerSequenceHook):
             recurrent_mask=self._draw_recurrent_mask(step_input),
             constants=self.build_sequence_constants(step_input),
             graph=_current_graph(),
+            rnn_call=rnn_call_in_progress(),
         )
 
     def end_sequence(self):
         """Forgets the open sequence's masks and constants."""
         self._vd_slot.sequence = None
 
+    def _usable(self, sequence):
+        return (
+            sequence is not None
+            and sequence.rnn_call is rnn_call_in_progress()
+            and _reachable(sequence.graph)
+        )
+
+    def _open_sequence(self, step_input):
+        """The usable open sequence; opens one for a new `RNN` call; None
+        when called outside any (and no sequence was opened by hand)."""
+        if not self.in_sequence:
+            if rnn_call_in_progress() is None:
+                return None
+            self.begin_sequence(step_input)
+        return self._vd_slot.sequence
+
     # -- Used by `call` ----------------------------------------------------
 
     def input_dropout_mask(self, inputs, training=None):
         """The mask for the step input, or None (inference or rate 0)."""
+        sequence = self._open_sequence(inputs)
         if not training or not self.dropout:
             return None
-        if self.in_sequence:
-            return self._vd_slot.sequence.input_mask
+        if sequence is not None:
+            return sequence.input_mask
         return self._draw_input_mask(inputs)
 
     def recurrent_dropout_mask(self, inputs, training=None):
         """The mask(s) for the recurrent state, or None."""
+        sequence = self._open_sequence(inputs)
         if not training or not self.recurrent_dropout:
             return None
-        if self.in_sequence:
-            return self._vd_slot.sequence.recurrent_mask
+        if sequence is not None:
+            return sequence.recurrent_mask
         return self._draw_recurrent_mask(inputs)
 
     def sequence_constants(self, inputs):
         """The per-sequence constants (computed now if no sequence is open)."""
-        if self.in_sequence:
-            return self._vd_slot.sequence.constants
+        sequence = self._open_sequence(inputs)
+        if sequence is not None:
+            return sequence.constants
         return self.build_sequence_constants(inputs)
 
     # -- Mask drawing ------------------------------------------------------
@@ -286,22 +314,37 @@ class VariationalDropoutMixin(_KerasPerSequenceHook):
             ]
         return self._draw_mask(batch_size, sizes, self.recurrent_dropout)
 
-    # -- Bridge to keras.layers.RNN (private API, see module docstring) ------
 
-    def get_dropout_mask(self, step_input):
-        self.begin_sequence(step_input)
-        return self._vd_slot.sequence.input_mask
+class SequenceFollower:
+    """Tells a wrapper cell when a new `keras.layers.RNN` call steps it.
 
-    def get_recurrent_dropout_mask(self, step_input):
-        del step_input  # Already drawn by `get_dropout_mask`.
-        sequence = self._vd_slot.sequence
-        return None if sequence is None else sequence.recurrent_mask
+    For a wrapper without masks of its own: `starts_sequence()` is True at
+    its first step of every `RNN` call (see "How a sequence opens"), when
+    it forwards `begin_sequence(wrapped_cell, ...)`.
+    """
 
-    def reset_dropout_mask(self):
-        self.end_sequence()
+    __slots__ = ("_rnn_call",)
 
-    def reset_recurrent_dropout_mask(self):
-        self.end_sequence()
+    def __init__(self):
+        self._rnn_call = None
+
+    def starts_sequence(self):
+        """Whether this is the first step of a new `RNN` call."""
+        rnn_call = rnn_call_in_progress()
+        if rnn_call is None or rnn_call is self._rnn_call:
+            return False
+        self._rnn_call = rnn_call
+        return True
+
+
+def _caches_keras_masks(cell):
+    """Whether `cell` is one of Keras' dropout cells (`LSTMCell`, `GRUCell`,
+    `SimpleRNNCell`), which cache their masks until told to reset them."""
+    return all(
+        callable(getattr(cell, name, None))
+        for name in ("get_dropout_mask", "get_recurrent_dropout_mask",
+                     "reset_dropout_mask", "reset_recurrent_dropout_mask")
+    )
 
 
 def begin_sequence(cell, step_input, states=None):
@@ -310,27 +353,30 @@ def begin_sequence(cell, step_input, states=None):
     A wrapper cell (one that holds another cell and calls it at each step)
     calls this from its own `begin_sequence`, and `end_sequence(cell)` from its
     own `end_sequence`, so that the wrapped cell gets per-sequence masks and
-    constants too. Works for `VariationalDropoutMixin` cells and for Keras'
-    dropout cells (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, which need
-    `states`, the wrapped cell's state list); other cells are left alone.
+    constants too. Works for cells with sequence hooks of their own
+    (`VariationalDropoutMixin` cells, wrapper cells) and for Keras' dropout
+    cells (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, which need
+    `states`, the wrapped cell's state list, and whose cached masks are
+    redrawn); other cells are left alone.
     """
-    if isinstance(cell, VariationalDropoutMixin):
+    if callable(getattr(cell, "begin_sequence", None)):
         cell.begin_sequence(step_input)
-    elif KERAS_HOOK_AVAILABLE and isinstance(cell, _KerasPerSequenceHook):
+    elif _caches_keras_masks(cell):
         if states is None:
             raise ValueError(
                 f"begin_sequence: `states` is needed to prepare the dropout "
                 f"masks of {cell.__class__.__name__}."
             )
         states = states if isinstance(states, (list, tuple)) else [states]
+        end_sequence(cell)
         cell.get_dropout_mask(step_input)
         cell.get_recurrent_dropout_mask(states[0])
 
 
 def end_sequence(cell):
     """Closes the sequence opened by `begin_sequence(cell, ...)`."""
-    if isinstance(cell, VariationalDropoutMixin):
+    if callable(getattr(cell, "end_sequence", None)):
         cell.end_sequence()
-    elif KERAS_HOOK_AVAILABLE and isinstance(cell, _KerasPerSequenceHook):
+    elif _caches_keras_masks(cell):
         cell.reset_dropout_mask()
         cell.reset_recurrent_dropout_mask()

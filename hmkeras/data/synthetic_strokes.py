@@ -30,7 +30,7 @@ True
 
 import numpy as np
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.data.stroke_offsets import normalize_offsets
 from hmkeras.data.stroke_offsets import offset_statistics
 from hmkeras.data.stroke_offsets import strokes_to_offsets

@@ -25,7 +25,7 @@ import numpy as np
 import keras
 from keras import ops
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.heads.output_embedding import OutputEmbedding
 
 

@@ -43,7 +43,7 @@ import math
 import keras
 from keras import ops
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 #: `rho = (1 - RHO_EPSILON) tanh(rho^)`: keeps `1 - rho^2` away from 0.
 RHO_EPSILON = 1e-5

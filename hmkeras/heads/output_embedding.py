@@ -20,7 +20,7 @@ their equation in `call` and, for the gates, their own weights.
 import keras
 from keras import ops
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 
 def _resolve_layer_sizes(layer_sizes, input_dim, layer_name):

@@ -18,9 +18,7 @@ The recurrent layer is the cell's sequence layer (`hmkeras.HMLSTM`,
 computes the bottom layer's input projection of all steps before the time
 loop, or, with `sequence_layer=False`, `keras.layers.RNN(cell)`: the same
 numbers up to rounding, but Keras' weight files name the layers by class,
-so a model saves and loads the weights of its own kind only.  Configurations
-saved before the option existed read as `sequence_layer=False` (what they
-were built with), so their checkpoints keep loading.
+so a model saves and loads the weights of its own kind only.
 
 The output module is chosen by name (`OUTPUTS`): `"gated"`
 (`GatedOutputEmbedding`, Chung et al. Eq. 11-12), `"simple"`
@@ -55,13 +53,11 @@ True
 """
 
 import dataclasses
-import json
-import os
 
 import keras
 import numpy as np
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import FORMS as PRIOR_FORMS
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
@@ -69,7 +65,6 @@ from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.hm_rnn import HMRNN
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
-from hmkeras.cells.multiplicative_lstm_cell import LEGACY_WEIGHT_NORMALIZATION_SCOPE
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.cells.multiplicative_lstm_cell import WEIGHT_NORMALIZATION_SCOPES
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
@@ -82,12 +77,6 @@ CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
-#: Saved configurations without `sequence_layer` (written before the field
-#: existed) describe models built with `keras.layers.RNN(cell)`.
-LEGACY_LAYERS = {"sequence_layer": False}
-#: Saved configurations without `weight_normalization_scope` (written before
-#: the field existed) describe mLSTMs normalizing every kernel.
-LEGACY_SCOPE = {"weight_normalization_scope": LEGACY_WEIGHT_NORMALIZATION_SCOPE}
 
 
 def check_recurrent_fields(config, positive=("units", "num_layers")):
@@ -161,8 +150,6 @@ class CharLanguageModelConfig(JsonConfig):
             et al.).
         weight_normalization_scope: Its kernels: `"recurrent"` (Krause et
             al. Sec. 4.2, the default) or `"all"` (the input kernel too).
-            `from_json` of a configuration without this field (saved
-            before it existed) gives `"all"`, what such runs trained.
         dropout, recurrent_dropout: Variational dropout rates in [0, 1)
             of the cells' inputs and recurrent states.
         multiplicative_units: Size of the mLSTM's `m_t` (0: `units`).
@@ -172,8 +159,7 @@ class CharLanguageModelConfig(JsonConfig):
             `MultiplicativeLSTM`, `keras.layers.LSTM`; faster) rather than
             `keras.layers.RNN(cell)`. Same numbers up to rounding; the
             weight files of the two kinds differ (Keras names layers by
-            class). `from_json` of a configuration without this field
-            (saved before it existed, built with `RNN(cell)`) gives False.
+            class).
 
     Every field is checked when the configuration is made (a `ValueError`
     naming the field); NumPy scalars are accepted and stored as Python
@@ -203,7 +189,6 @@ class CharLanguageModelConfig(JsonConfig):
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
-    saved_defaults = {**LEGACY_LAYERS, **LEGACY_SCOPE}  # for `from_json` (not a field)
 
     def __post_init__(self):
         # Every field is checked and stored as a Python value (NumPy
@@ -225,38 +210,6 @@ class CharLanguageModelConfig(JsonConfig):
                     f"{list(HIERARCHICAL_CELLS)}. Received: cell={self.cell!r}, "
                     f"segment_lengths={self.segment_lengths!r}"
                 )
-
-
-def with_legacy_layers(fields):
-    """`fields` (a saved configuration) with `sequence_layer=False` when absent.
-
-    Configurations written before the field existed describe models built
-    with `keras.layers.RNN(cell)`, whose weight files only such a model
-    loads.
-    """
-    return {**LEGACY_LAYERS, **fields}
-
-
-def keep_saved_layers(config, run_directory):
-    """`config` with the layer kind of the run saved in `run_directory`.
-
-    A run resumed from `run_directory/checkpoints` must be rebuilt with the
-    layers its weight files were written from: when the directory holds
-    `checkpoints/` and a `model_config.json`, its `sequence_layer` (False
-    when the file predates the field) replaces `config`'s, and so does its
-    `weight_normalization_scope` (`"all"` when the file predates it) for
-    configurations with that field. Any configuration dataclass with a
-    `sequence_layer` field works.
-    """
-    path = os.path.join(run_directory, "model_config.json")
-    if not (os.path.isfile(path) and os.path.isdir(os.path.join(run_directory, "checkpoints"))):
-        return config
-    with open(path) as f:
-        saved = {**LEGACY_SCOPE, **with_legacy_layers(json.load(f))}
-    kept = {"sequence_layer": bool(saved["sequence_layer"])}
-    if hasattr(config, "weight_normalization_scope"):
-        kept["weight_normalization_scope"] = saved["weight_normalization_scope"]
-    return dataclasses.replace(config, **kept)
 
 
 def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,

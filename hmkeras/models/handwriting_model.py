@@ -42,11 +42,9 @@ import dataclasses
 import keras
 import numpy as np
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.heads.mixture_density_output import MixtureDensityOutput
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
-from hmkeras.models.char_language_model import LEGACY_LAYERS
-from hmkeras.models.char_language_model import LEGACY_SCOPE
 from hmkeras.models.char_language_model import CharLanguageModel
 from hmkeras.models.char_language_model import check_recurrent_fields
 from hmkeras.models.char_language_model import run_layers
@@ -75,8 +73,7 @@ class HandwritingModelConfig(JsonConfig):
         multiplicative_units, l2, seed: As there.
         num_components: Number M of bivariate Gaussians of the output.
         sequence_layer: As there: the cell's sequence layer (True) or
-            `keras.layers.RNN(cell)`; `from_json` of a configuration
-            saved without it gives False.
+            `keras.layers.RNN(cell)`.
     """
 
     cell: str = "hmlstm"
@@ -99,7 +96,6 @@ class HandwritingModelConfig(JsonConfig):
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
-    saved_defaults = {**LEGACY_LAYERS, **LEGACY_SCOPE}  # for `from_json` (not a field)
 
     def __post_init__(self):
         # Checked and stored as Python values, as in `CharLanguageModelConfig`.

@@ -54,13 +54,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
+from hmkeras.models.word_language_model import sentence_perplexity
 
 __all__ = [
     "RecurrentRecursiveLanguageModel", "RecurrentRecursiveLanguageModelConfig",
@@ -291,8 +292,6 @@ class RecurrentRecursiveLanguageModel(keras.Model):
 
     def evaluate_perplexity(self, batches):
         """`sentence_perplexity` of this model (greedy actions)."""
-        from hmkeras.models.word_language_model import sentence_perplexity
-
         return sentence_perplexity(self, batches)
 
     def get_config(self):

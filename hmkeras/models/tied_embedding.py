@@ -24,7 +24,7 @@ Example:
 
 import keras
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 __all__ = ["TiedEmbedding"]
 

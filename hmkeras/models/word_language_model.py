@@ -64,12 +64,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
-from hmkeras.models.char_language_model import LEGACY_LAYERS
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
@@ -110,7 +109,6 @@ class WordLanguageModelConfig(JsonConfig):
             layers (True; faster) rather than `keras.layers.RNN(cell)`;
             the wrapped top layer is always `RNN(wrapper)`. Same numbers
             up to rounding; the weight files of the two kinds differ.
-            `from_json` of a configuration without this field gives False.
     """
 
     vocab_size: int
@@ -125,7 +123,6 @@ class WordLanguageModelConfig(JsonConfig):
     init_scale: float = 0.05
     seed: int = None
     sequence_layer: bool = True
-    saved_defaults = LEGACY_LAYERS  # for `from_json` (not a field)
 
     def __post_init__(self):
         checks = argument_checks

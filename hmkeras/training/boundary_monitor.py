@@ -57,7 +57,7 @@ import warnings
 import keras
 import numpy as np
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
 

@@ -37,6 +37,8 @@ Example:
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.data.stroke_offsets import denormalize_offsets
+from hmkeras.heads.mixture_density_output import sample_mixture
 from hmkeras.training.step_export import state_name
 
 
@@ -139,9 +141,6 @@ def generate_strokes(loaded, num_steps, num_samples=1, bias=0.0, temperature=1.0
         (denormalized) `(dx, dy, pen_up)`.
     """
     import keras
-
-    from hmkeras.data.stroke_offsets import denormalize_offsets
-    from hmkeras.heads.mixture_density_output import sample_mixture
 
     info = loaded.signatures["info"]()
     mean, std = info["offset_mean"].numpy(), info["offset_std"].numpy()

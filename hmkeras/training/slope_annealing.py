@@ -2,7 +2,7 @@
 
 import keras
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
 
 

@@ -64,7 +64,7 @@ import keras
 
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.training import replica_finiteness
 
 _LN2 = math.log(2.0)

@@ -9,7 +9,7 @@ filled slots and a weighted sum as the context.
 import keras
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.wrappers.cell_wrapper import CellWrapper
 
 SCORES = ("single", "combined")

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.wrappers.cell_wrapper import CellWrapper
 
 

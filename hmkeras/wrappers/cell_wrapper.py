@@ -71,7 +71,7 @@ import collections
 import keras
 import tensorflow as tf
 
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 from hmkeras.cells import variational_dropout
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.independent_initializers import independent_draw
@@ -142,7 +142,7 @@ def remembered_state(cell, output, layers):
     return output
 
 
-class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Layer):
+class CellWrapper(keras.layers.Layer):
     """Base of `AveragingWrapper` and `AttentionWrapper` (see the module docstring).
 
     A subclass sets `_memory_state_sizes(size)` (the sizes of its memory
@@ -198,6 +198,7 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
         self.remembered_size = remembered_size(cell, self.hierarchy_layers)
         self.output_units = self.units or self.remembered_size
+        self._sequences = variational_dropout.SequenceFollower()
 
     # ------------------------------------------------------------------
     @property
@@ -264,10 +265,11 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
         return independent_draw(self.kernel_initializer, index)
 
     # ------------------------------------------------------------------
-    # Per-sequence hooks, forwarded to the wrapped cell (see
-    # `hmkeras.cells.variational_dropout`): `keras.layers.RNN` calls
-    # `get_dropout_mask` / `get_recurrent_dropout_mask` before its loop and
-    # the resets after it.  The wrapper has no dropout of its own.
+    # Per-sequence masks and constants of the wrapped cell (see
+    # `hmkeras.cells.variational_dropout`): the wrapper opens the wrapped
+    # cell's sequence at its first step of every `keras.layers.RNN` call,
+    # or when stepped by hand, at `begin_sequence`.  The wrapper has no
+    # dropout of its own.
     # ------------------------------------------------------------------
     def _cell_inputs(self, step_input):
         if self.has_reset_column:
@@ -275,6 +277,7 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
         return step_input
 
     def begin_sequence(self, step_input):
+        """Opens the wrapped cell's sequence (masks drawn, constants made)."""
         step_input = keras.ops.convert_to_tensor(step_input)
         batch = keras.ops.shape(step_input)[0]
         first_state = keras.ops.zeros(
@@ -285,21 +288,8 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
         )
 
     def end_sequence(self):
+        """Closes the wrapped cell's sequence."""
         variational_dropout.end_sequence(self.cell)
-
-    def get_dropout_mask(self, step_input):
-        self.begin_sequence(step_input)
-        return None
-
-    def get_recurrent_dropout_mask(self, step_input):
-        del step_input
-        return None
-
-    def reset_dropout_mask(self):
-        self.end_sequence()
-
-    def reset_recurrent_dropout_mask(self):
-        self.end_sequence()
 
     # ------------------------------------------------------------------
     def get_initial_state(self, batch_size=None):
@@ -325,6 +315,8 @@ class CellWrapper(variational_dropout.VariationalDropoutMixin, keras.layers.Laye
         # Integer features are refused, never cast (the wrapped cell may be
         # a Keras cell, which would take them silently).
         argument_checks.check_float_inputs(type(self).__name__, inputs)
+        if self._sequences.starts_sequence():
+            self.begin_sequence(inputs)
         states = list(states) if isinstance(states, (list, tuple)) else [states]
         count = len(self._cell_state_sizes)
         cell_states, memory_states = states[:count], states[count:]

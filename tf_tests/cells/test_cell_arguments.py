@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hmkeras
-from hmkeras.cells import argument_checks
+from hmkeras import argument_checks
 
 NAN, INF = float("nan"), float("inf")
 

@@ -63,39 +63,47 @@ def _probe_rnn(**kwargs):
 X = np.ones((16, 7, 6), "float32")
 
 
-def test_keras_private_hook_contract():
-    """Pins the private Keras API this module relies on (see its docstring).
-
-    If this fails, Keras changed how keras.layers.RNN prepares dropout masks:
-    update `hmkeras/cells/variational_dropout.py` (the one place that uses it).
-    """
-    from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
-    assert variational_dropout.KERAS_HOOK_AVAILABLE
-    assert issubclass(VariationalDropoutMixin, DropoutRNNCell)
-    for name in (
-        "get_dropout_mask",
-        "get_recurrent_dropout_mask",
-        "reset_dropout_mask",
-        "reset_recurrent_dropout_mask",
-    ):
-        assert name in VariationalDropoutMixin.__dict__, name
-
-    # Behaviour: one begin before every step, one end after the last, per call.
+@pytest.mark.parametrize("unroll", [False, True])
+def test_one_sequence_per_rnn_call(unroll):
+    """The cell opens one sequence per `keras.layers.RNN` call, at its first
+    step (Keras' shape-probing step), and uses it for every step after."""
     layer = _probe_rnn(dropout=0.5)
-    layer(X, training=True)  # eager: every step runs in Python
-    events = layer.cell.events
-    assert events[0] == "begin" and events[-1] == "end", events
-    assert events.count("begin") == 1
-    assert events.count("step") >= X.shape[1]
-    assert not layer.cell.in_sequence
+    layer.unroll = unroll
+    for calls in (1, 2):
+        layer(X, training=True)  # eager: every step runs in Python
+        events = layer.cell.events
+        assert events.count("begin") == calls, events
+        assert events[1] == "begin" and events.count("step") >= calls * X.shape[1]
+        assert not layer.cell.in_sequence  # outside the call: none usable
 
     # Also for cells inside StackedRNNCells.
     cells = [ProbeCell(5), ProbeCell(5)]
     keras.layers.RNN(keras.layers.StackedRNNCells(cells))(X)
     for cell in cells:
-        assert cell.events[0] == "begin" and cell.events[-1] == "end"
-        assert cell.events.count("begin") == 1
+        assert cell.events.count("begin") == 1 and cell.events[1] == "begin"
+
+
+def test_rnn_call_in_progress():
+    assert variational_dropout.rnn_call_in_progress() is None
+    frames = []
+
+    class Recorder(ProbeCell):
+        def call(self, inputs, states, training=False):
+            frames.append(variational_dropout.rnn_call_in_progress())
+            return super().call(inputs, states, training)
+
+    layer = keras.layers.RNN(Recorder(5))
+    layer(X[:, :3])
+    layer(X[:, :3])
+    assert all(frame is not None for frame in frames)
+    first, second = frames[:len(frames) // 2], frames[len(frames) // 2:]
+    assert len({id(f) for f in first}) == 1 and first[0] is not second[0]
+
+
+def test_no_private_keras_base():
+    assert VariationalDropoutMixin.__bases__ == (object,)
+    for name in ("get_dropout_mask", "reset_dropout_mask"):
+        assert not hasattr(VariationalDropoutMixin, name)
 
 
 @pytest.mark.parametrize("unroll", [False, True])
@@ -137,6 +145,16 @@ def test_masks_in_compiled_graph():
     np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
     assert not np.array_equal(out, fn(X).numpy())
     assert not layer.cell.in_sequence
+
+
+def test_masks_and_constants_once_per_sequence_under_xla():
+    layer = _probe_rnn(dropout=0.5, recurrent_dropout=0.5)
+    fn = tf.function(lambda x: layer(x, training=True), jit_compile=True)
+    first, second = fn(X).numpy(), fn(X).numpy()
+    for out in (first, second):
+        np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
+    assert not np.array_equal(first, second)
+    assert layer.cell.constant_builds == 1  # traced once: one sequence
 
 
 def test_same_seed_same_masks():

@@ -503,30 +503,3 @@ def test_rerun_on_changed_data_is_refused(tmp_path):
     assert "\n" not in message and [s["step"] for s in _steps(out)] == [1]
 
 
-def test_run_saved_before_sequence_layers_resumes(tmp_path, monkeypatch):
-    """A run directory written before the `sequence_layer` field (an
-    `RNN(cell)` model, a model_config.json without the field) resumes: the
-    rerun is not refused and rebuilds the layers its checkpoints hold."""
-    import dataclasses
-
-    out = str(tmp_path / "run")
-    check = ptb_char._check_model_config
-    # The build of the version before the field: RNN(cell).
-    monkeypatch.setattr(ptb_char, "_check_model_config", lambda s, config: dataclasses.replace(
-        check(s, config), sequence_layer=False))
-    assert _main(*TINY_RUN, "--max_steps=3", "--verbose=0", f"--output_dir={out}") is None
-    monkeypatch.setattr(ptb_char, "_check_model_config", check)
-    path = os.path.join(out, "model_config.json")
-    saved = json.load(open(path))
-    assert saved.pop("sequence_layer") is False
-    with open(path, "w") as f:
-        json.dump(saved, f)
-    # The rerun resumes at step 4 (a sequence-layer model could not load
-    # the checkpoint) and runs to the end.
-    assert _main(*TINY_RUN, "--max_steps=7", "--verbose=0", f"--output_dir={out}") is None
-    assert [s["step"] for s in _steps(out)] == list(range(1, 8))
-    assert json.load(open(path))["sequence_layer"] is False
-    # A new run builds the sequence layers.
-    fresh = str(tmp_path / "fresh")
-    assert _main(*TINY_RUN, "--max_steps=1", "--verbose=0", f"--output_dir={fresh}") is None
-    assert json.load(open(os.path.join(fresh, "model_config.json")))["sequence_layer"] is True

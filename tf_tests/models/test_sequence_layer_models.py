@@ -1,11 +1,10 @@
 """The models' `sequence_layer` option: sequence layers by default, the
-`keras.layers.RNN(cell)` build for configurations saved before the option.
+`keras.layers.RNN(cell)` build on request.
 
 The reference of every comparison is the `RNN(cell)` model (the per-step
 cell run by Keras' own RNN layer) given the same weights.
 """
 
-import json
 
 import keras
 import numpy as np
@@ -18,7 +17,6 @@ from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.data.vocabulary import CharVocabulary
 from hmkeras.models.char_language_model import CharLanguageModel
 from hmkeras.models.char_language_model import CharLanguageModelConfig
-from hmkeras.models.char_language_model import keep_saved_layers
 from hmkeras.models.handwriting_model import HandwritingModel
 from hmkeras.models.handwriting_model import HandwritingModelConfig
 from hmkeras.models.word_language_model import WordLanguageModel
@@ -143,68 +141,20 @@ def test_step_export_of_a_sequence_layer_model_matches_the_network(tmp_path):
         _close(out["probabilities"][0], expected[t])
 
 
-def test_old_configuration_builds_rnn_of_cell_and_loads_old_weights(tmp_path):
-    old = CharLanguageModel(**dict(SMALL, sequence_layer=False))
-    path = str(tmp_path / "old.weights.h5")
-    old.network.save_weights(path)
-    saved = json.loads(old.config.to_json())
-    del saved["sequence_layer"]  # as written before the field existed
-    config = CharLanguageModelConfig.from_json(json.dumps(saved))
-    assert config.sequence_layer is False
-    assert config == old.config
-    rebuilt = CharLanguageModel(config)
-    assert all(type(layer) is keras.layers.RNN for layer in _recurrent(rebuilt.network))
-    rebuilt.network.load_weights(path)
-    tokens = np.arange(10, dtype="int32").reshape(2, 5) % 7
-    for a, b in zip(rebuilt.network([tokens, *rebuilt.zero_state(2)]),
-                    old.network([tokens, *old.zero_state(2)])):
-        np.testing.assert_array_equal(a, b)
-    # A configuration written now keeps its field.
-    new = CharLanguageModelConfig(**SMALL)
-    assert CharLanguageModelConfig.from_json(new.to_json()).sequence_layer is True
-
-
-def test_keep_saved_layers_reads_the_run_directory(tmp_path):
-    run = tmp_path / "run"
-    run.mkdir()
-    config = CharLanguageModelConfig(**SMALL)
-    assert keep_saved_layers(config, str(run)) is config  # nothing saved
-    saved = json.loads(config.to_json())
-    del saved["sequence_layer"]
-    (run / "model_config.json").write_text(json.dumps(saved))
-    # A model_config.json without checkpoints is no run to resume.
-    assert keep_saved_layers(config, str(run)).sequence_layer is True
-    (run / "checkpoints").mkdir()
-    assert keep_saved_layers(config, str(run)).sequence_layer is False
-    (run / "model_config.json").write_text(config.to_json())
-    assert keep_saved_layers(config, str(run)).sequence_layer is True
-    word = WordLanguageModelConfig(vocab_size=9, units=4, sequence_layer=True)
-    (run / "model_config.json").write_text(json.dumps(
-        {k: v for k, v in json.loads(word.to_json()).items() if k != "sequence_layer"}))
-    assert keep_saved_layers(word, str(run)).sequence_layer is False
-
-
 @pytest.mark.parametrize("config_class, extra", [
     (CharLanguageModelConfig, {"vocab_size": 7}),
     (HandwritingModelConfig, {"num_components": 2}),
 ])
-def test_weight_normalization_scope_of_saved_configurations(config_class, extra, tmp_path):
-    """New configurations follow Krause et al. ("recurrent"); one saved
-    before the field (mLSTMs then normalized every kernel) reads as "all",
-    and a resumed run keeps its saved scope, which its weights need."""
+def test_weight_normalization_scope_of_configurations(config_class, extra):
+    """New configurations follow Krause et al. ("recurrent"); the scope is
+    checked and round-trips through JSON."""
     config = config_class(cell="mlstm", units=4, weight_normalization=True, **extra)
     assert config.weight_normalization_scope == "recurrent"
-    old = {k: v for k, v in json.loads(config.to_json()).items()
-           if k != "weight_normalization_scope"}
-    assert config_class.from_json(json.dumps(old)).weight_normalization_scope == "all"
+    wide = config_class(cell="mlstm", units=4, weight_normalization=True,
+                        weight_normalization_scope="all", **extra)
+    assert config_class.from_json(wide.to_json()).weight_normalization_scope == "all"
     with pytest.raises(ValueError, match="weight_normalization_scope.*recurrent"):
         config_class(cell="mlstm", units=4, weight_normalization_scope="input", **extra)
-    run = tmp_path / "run"
-    (run / "checkpoints").mkdir(parents=True)
-    (run / "model_config.json").write_text(json.dumps(old))
-    assert keep_saved_layers(config, str(run)).weight_normalization_scope == "all"
-    (run / "model_config.json").write_text(config.to_json())
-    assert keep_saved_layers(config, str(run)).weight_normalization_scope == "recurrent"
 
 
 def test_char_model_builds_its_mlstm_with_the_configured_scope():
@@ -216,7 +166,7 @@ def test_char_model_builds_its_mlstm_with_the_configured_scope():
 
 
 @pytest.mark.parametrize("cell", ["hmlstm", "lstm"])
-def test_handwriting_model_sequence_layers(cell, tmp_path):
+def test_handwriting_model_sequence_layers(cell):
     fields = dict(cell=cell, units=5, num_layers=2, output_units=4, num_components=2,
                   seed=4)
     new, old = _pair(HandwritingModel, **fields)
@@ -229,9 +179,6 @@ def test_handwriting_model_sequence_layers(cell, tmp_path):
     sequences = [strokes[0], strokes[1, :4]]
     _close(new.sequence_log_likelihoods(sequences), old.sequence_log_likelihoods(sequences),
            atol=1e-4)
-    saved = json.loads(HandwritingModelConfig(**fields).to_json())
-    del saved["sequence_layer"]
-    assert HandwritingModelConfig.from_json(json.dumps(saved)).sequence_layer is False
 
 
 @pytest.mark.parametrize("cell,wrapper", [
@@ -255,9 +202,6 @@ def test_word_model_sequence_layers(cell, wrapper):
     # Dropout (training) changes the output; the layers still run.
     assert not np.allclose(new.network(tokens, training=True),
                            new.network(tokens, training=False))
-    saved = json.loads(new.config.to_json())
-    del saved["sequence_layer"]
-    assert WordLanguageModelConfig.from_json(json.dumps(saved)) == old.config
 
 
 def test_sequence_layer_is_checked():

@@ -21,8 +21,8 @@ given one step `(batch, features)` of a `(batch, time, features)`
 sequence, in a floating-point dtype; a sequence layer needs at least one
 time step (`check_time_steps`).
 
-It sits with the cells, at the bottom of the package layout; `heads`,
-`training` and `models` import it from here.
+It is package-neutral (no import of the library's packages): every
+package imports it as `from hmkeras import argument_checks`.
 
 Example:
 
