@@ -13,16 +13,19 @@ script's end is
         command_line.run_script(main)
 
 `parse_flags` alone (`app.run(main, flags_parser=parse_flags)`) serves the
-benchmark scripts. This module imports nothing heavy, so flag errors come
+benchmark scripts. `Settings` holds a run's resolved flags; `flag_errors`
+turns the library's errors about what the flags name (a run directory)
+into `FlagError`s. This module imports nothing heavy, so flag errors come
 before TensorFlow loads.
 """
 
+import contextlib
 import os
 import sys
+import types
 
 from absl import app
 from absl import flags
-import numpy as np
 
 FLAGS = flags.FLAGS
 
@@ -38,10 +41,63 @@ class RunStopped(RuntimeError):
     in one line (the step, and where the last good checkpoint is)."""
 
 
-def all_finite(variables):
-    """Whether every float variable in `variables` holds finite values only."""
-    return all(np.all(np.isfinite(v.numpy())) for v in variables
-               if np.issubdtype(np.dtype(v.dtype), np.floating))
+class Settings(types.SimpleNamespace):
+    """A run's settings: one attribute per flag of the script (its `--help`
+    text documents each), resolved from the preset, `--tiny` and the
+    command line (the script's `resolve_settings`), plus what the script
+    records beside them (`preset`).
+
+    It reads as a mapping too (`settings["units"]`, `get`, `items`,
+    `dict(settings)`): `settings.json` is `dict(settings)`, and a rerun
+    compares it with the one saved.
+
+    Example:
+
+    >>> s = Settings(units=8, cell="lstm")
+    >>> s.units, s["cell"], s.get("seed", 0), dict(s)
+    (8, 'lstm', 0, {'units': 8, 'cell': 'lstm'})
+    """
+
+    def __getitem__(self, name):
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def __setitem__(self, name, value):
+        setattr(self, name, value)
+
+    def __contains__(self, name):
+        return name in vars(self)
+
+    def __iter__(self):
+        return iter(vars(self))
+
+    def __len__(self):
+        return len(vars(self))
+
+    def get(self, name, default=None):
+        return vars(self).get(name, default)
+
+    def keys(self):
+        return vars(self).keys()
+
+    def items(self):
+        return vars(self).items()
+
+    def update(self, values):
+        vars(self).update(values)
+
+
+@contextlib.contextmanager
+def flag_errors(*errors):
+    """Inside it, an exception of the classes `errors` (library errors whose
+    messages name the flags, e.g. `hmkeras.training.run_directory
+    .RunDirectoryError`) is raised as a `FlagError` with its message."""
+    try:
+        yield
+    except errors as error:
+        raise FlagError(str(error)) from None
 
 
 def non_finite_stop(step, what, checkpoint_path, saved_step):

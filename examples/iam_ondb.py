@@ -46,7 +46,6 @@ the model must match; --overwrite starts afresh).
 import json
 import math
 import os
-import shutil
 import time
 
 from absl import flags
@@ -54,10 +53,9 @@ import numpy as np
 
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
-from command_line import all_finite
 from command_line import non_finite_stop
 from command_line import run_script
-from run_directory import check_run_kind
+from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -212,6 +210,7 @@ def train(s, model, splits):
     import hmkeras
     from hmkeras.training.handwriting_training import HandwritingTrainer
     from hmkeras.training.training_state import TrainingCheckpoint
+    from hmkeras.training.truncated_bptt_run import all_finite
 
     trainer = HandwritingTrainer(model)
     trainer.compile(keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"]))
@@ -301,19 +300,7 @@ def run(s):
     """Trains, evaluates, draws and exports; returns the results dict."""
     started = time.time()
     out_dir = s["output_dir"]
-    check_run_kind(out_dir, "--output_dir", ["handwriting"])
-    if s["overwrite"]:
-        shutil.rmtree(out_dir, ignore_errors=True)
-    settings_path = os.path.join(out_dir, "settings.json")
-    if os.path.exists(settings_path):
-        with open(settings_path) as f:
-            old = json.load(f)
-        changed = {k: (old.get(k), s[k]) for k in MODEL_FLAGS if old.get(k) != s[k]}
-        if changed:
-            raise FlagError(
-                f"--output_dir={out_dir!r} holds a run with other settings "
-                f"({', '.join(f'--{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
-                "choose another --output_dir or add --overwrite.")
+    prepare_output_dir(s, "handwriting", MODEL_FLAGS)
     finished = finished_results(s)
     if finished is not None:
         return finished

@@ -14,6 +14,9 @@ import hmkeras
 from example_modules import ROOT, example_settings, load_example, run_ptb_char
 
 ptb_char = load_example("ptb_char")
+# examples/char_lm_flags.py, the flags, presets and corpora of ptb_char.py
+# (imported by it, with its flags).
+char_lm_flags = sys.modules["char_lm_flags"]
 FLAGS = ptb_char.FLAGS
 
 
@@ -170,10 +173,10 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
 def test_enumerated_flags_match_the_library():
     from hmkeras.models import char_language_model
 
-    assert ptb_char.CELLS == char_language_model.CELLS
-    assert ptb_char.OUTPUTS == char_language_model.OUTPUTS
-    assert ptb_char.BOUNDARY_MODES == char_language_model.BOUNDARY_MODES
-    assert set(ptb_char.MODEL_FLAGS) <= set(FLAGS)
+    assert char_lm_flags.CELLS == char_language_model.CELLS
+    assert char_lm_flags.OUTPUTS == char_language_model.OUTPUTS
+    assert char_lm_flags.BOUNDARY_MODES == char_language_model.BOUNDARY_MODES
+    assert set(char_lm_flags.MODEL_FLAGS) <= set(FLAGS)
 
 
 def test_hierarchical_options_refused_for_other_cells():
@@ -510,12 +513,12 @@ def test_run_saved_before_sequence_layers_resumes(tmp_path, monkeypatch):
     import dataclasses
 
     out = str(tmp_path / "run")
-    check = ptb_char._check_model_config
+    check = char_lm_flags.check_model_config
     # The build of the version before the field: RNN(cell).
-    monkeypatch.setattr(ptb_char, "_check_model_config", lambda s, config: dataclasses.replace(
+    monkeypatch.setattr(char_lm_flags, "check_model_config", lambda s, config: dataclasses.replace(
         check(s, config), sequence_layer=False))
     assert _main(*TINY_RUN, "--max_steps=3", "--verbose=0", f"--output_dir={out}") is None
-    monkeypatch.setattr(ptb_char, "_check_model_config", check)
+    monkeypatch.setattr(char_lm_flags, "check_model_config", check)
     path = os.path.join(out, "model_config.json")
     saved = json.load(open(path))
     assert saved.pop("sequence_layer") is False
