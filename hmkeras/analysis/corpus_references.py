@@ -7,9 +7,9 @@ before the next unit; the references give each alignment, and the scores
 
 Example:
 
->>> refs = word_references("ab cd", " ")
+>>> refs = word_references("ab cd ", " ")
 >>> refs["words"]["separator"].tolist(), refs["words"]["last_char"].tolist()
-([0, 0, 1, 0, 0], [0, 1, 0, 0, 1])
+([0, 0, 1, 0, 0, 1], [0, 1, 0, 0, 1, 0])
 """
 
 import numpy as np

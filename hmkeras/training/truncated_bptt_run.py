@@ -30,6 +30,7 @@ Example:
 >>> schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=1, verbose=0)
 >>> progress = train_truncated_bptt(
 ...     lm, ids, schedule, tempfile.mkdtemp(), validate=lambda lm: {"val_bpc": 1.0})
+Epoch 1/1: 9 steps
 >>> progress["epoch"], progress["best_val_bpc"]
 (1, 1.0)
 """
