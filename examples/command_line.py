@@ -22,7 +22,6 @@ before TensorFlow loads.
 import contextlib
 import os
 import sys
-import types
 
 from absl import app
 from absl import flags
@@ -41,52 +40,34 @@ class RunStopped(RuntimeError):
     in one line (the step, and where the last good checkpoint is)."""
 
 
-class Settings(types.SimpleNamespace):
-    """A run's settings: one attribute per flag of the script (its `--help`
-    text documents each), resolved from the preset, `--tiny` and the
-    command line (the script's `resolve_settings`), plus what the script
-    records beside them (`preset`).
+class Settings(dict):
+    """A run's settings: one entry per flag of the script (its `--help` text
+    documents each), resolved from the preset, `--tiny` and the command
+    line (the script's `resolve_settings`), plus what the script records
+    beside them (`preset`).
 
-    It reads as a mapping too (`settings["units"]`, `get`, `items`,
-    `dict(settings)`): `settings.json` is `dict(settings)`, and a rerun
-    compares it with the one saved.
+    A dict (`settings.json` is its JSON, and a rerun compares it with the
+    one saved) whose entries read as attributes too: `settings.units` is
+    `settings["units"]`.
 
     Example:
 
     >>> s = Settings(units=8, cell="lstm")
-    >>> s.units, s["cell"], s.get("seed", 0), dict(s)
-    (8, 'lstm', 0, {'units': 8, 'cell': 'lstm'})
+    >>> s.units, s["cell"], s.get("seed", 0)
+    (8, 'lstm', 0)
+    >>> s.seed = 3
+    >>> s
+    {'units': 8, 'cell': 'lstm', 'seed': 3}
     """
 
-    def __getitem__(self, name):
+    def __getattr__(self, name):
         try:
-            return getattr(self, name)
-        except AttributeError:
-            raise KeyError(name) from None
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"no setting {name!r}") from None
 
-    def __setitem__(self, name, value):
-        setattr(self, name, value)
-
-    def __contains__(self, name):
-        return name in vars(self)
-
-    def __iter__(self):
-        return iter(vars(self))
-
-    def __len__(self):
-        return len(vars(self))
-
-    def get(self, name, default=None):
-        return vars(self).get(name, default)
-
-    def keys(self):
-        return vars(self).keys()
-
-    def items(self):
-        return vars(self).items()
-
-    def update(self, values):
-        vars(self).update(values)
+    def __setattr__(self, name, value):
+        self[name] = value
 
 
 @contextlib.contextmanager

@@ -141,7 +141,7 @@ def _run(s, changed):
             f"{s['batch_size']} x --seq_len={s['seq_len']} needs at least {needed:,} "
             "(one batch and its last target). Use smaller batches or more text.")
     config = char_lm_flags.check_model_config(s, char_lm_flags.model_config(s, len(vocab)))
-    write_run_files(s["output_dir"], config, dict(s), vocabulary=vocab, kind="char_lm")
+    write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="char_lm")
     tf.random.set_seed(s["seed"])
     lm = CharLanguageModel(config)
     print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "

@@ -73,6 +73,7 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
+from command_line import Settings
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
@@ -190,7 +191,7 @@ MODEL_FLAGS = (
 
 def resolve_settings(flag_values):
     """Settings: the dataset's preset, then --tiny, then explicit flags."""
-    s = {name: flag_values[name].value for name in flag_values if name in _OWN}
+    s = Settings(**{name: flag_values[name].value for name in flag_values if name in _OWN})
     overrides = dict(PRESETS[s["dataset"]])
     if s["cell"] == "rrnet":
         overrides.update(RRNET)

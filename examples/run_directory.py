@@ -3,8 +3,7 @@
 `write_run_files` writes, before training starts, what rebuilds the run:
 `run_kind.json` (the marker: which script wrote the run, and its kind),
 `model_config.json` (the model's configuration, `to_json`), `settings.json`
-(every setting of the run, the flags included: a mapping or
-`command_line.Settings`) and, for the text models,
+(every setting of the run, the flags included) and, for the text models,
 `vocabulary.json`. `check_run_kind` refuses a directory written by another
 script in one line. `prepare_output_dir`, every training script's check of
 --output_dir before any work, adds the library's
@@ -40,7 +39,7 @@ def write_run_files(output_dir, config, settings, vocabulary=None, kind=None):
     with open(os.path.join(output_dir, "model_config.json"), "w") as f:
         f.write(config.to_json())
     with open(os.path.join(output_dir, "settings.json"), "w") as f:
-        json.dump(dict(settings), f, indent=2, sort_keys=True)
+        json.dump(settings, f, indent=2, sort_keys=True)
 
 
 def write_run_kind(output_dir, kind):

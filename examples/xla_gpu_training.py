@@ -1,7 +1,8 @@
 r"""Character-level language modelling as a compiled program for accelerators.
 
 The model, the corpora, the presets and the flags of `examples/ptb_char.py`
-(`embedding -> RNN(cell) -> output module -> softmax`, Chung et al.
+(they live in `examples/char_lm_flags.py`; the model is
+`embedding -> RNN(cell) -> output module -> softmax`, Chung et al.
 Sec. 4.1), trained the way accelerators like it:
 
 * the whole train step is compiled with XLA (`--jit_compile`, on by default);
