@@ -13,16 +13,18 @@ script's end is
         command_line.run_script(main)
 
 `parse_flags` alone (`app.run(main, flags_parser=parse_flags)`) serves the
-benchmark scripts. This module imports nothing heavy, so flag errors come
+benchmark scripts. `Settings` holds a run's resolved flags; `flag_errors`
+turns the library's errors about what the flags name (a run directory)
+into `FlagError`s. This module imports nothing heavy, so flag errors come
 before TensorFlow loads.
 """
 
+import contextlib
 import os
 import sys
 
 from absl import app
 from absl import flags
-import numpy as np
 
 FLAGS = flags.FLAGS
 
@@ -38,10 +40,45 @@ class RunStopped(RuntimeError):
     in one line (the step, and where the last good checkpoint is)."""
 
 
-def all_finite(variables):
-    """Whether every float variable in `variables` holds finite values only."""
-    return all(np.all(np.isfinite(v.numpy())) for v in variables
-               if np.issubdtype(np.dtype(v.dtype), np.floating))
+class Settings(dict):
+    """A run's settings: one entry per flag of the script (its `--help` text
+    documents each), resolved from the preset, `--tiny` and the command
+    line (the script's `resolve_settings`), plus what the script records
+    beside them (`preset`).
+
+    A dict (`settings.json` is its JSON, and a rerun compares it with the
+    one saved) whose entries read as attributes too: `settings.units` is
+    `settings["units"]`.
+
+    Example:
+
+    >>> s = Settings(units=8, cell="lstm")
+    >>> s.units, s["cell"], s.get("seed", 0)
+    (8, 'lstm', 0)
+    >>> s.seed = 3
+    >>> s
+    {'units': 8, 'cell': 'lstm', 'seed': 3}
+    """
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"no setting {name!r}") from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+@contextlib.contextmanager
+def flag_errors(*errors):
+    """Inside it, an exception of the classes `errors` (library errors whose
+    messages name the flags, e.g. `hmkeras.training.run_directory
+    .RunDirectoryError`) is raised as a `FlagError` with its message."""
+    try:
+        yield
+    except errors as error:
+        raise FlagError(str(error)) from None
 
 
 def non_finite_stop(step, what, checkpoint_path, saved_step):

@@ -46,7 +46,6 @@ the model must match; --overwrite starts afresh).
 import json
 import math
 import os
-import shutil
 import time
 
 from absl import flags
@@ -54,10 +53,10 @@ import numpy as np
 
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
-from command_line import all_finite
 from command_line import non_finite_stop
 from command_line import run_script
-from run_directory import check_run_kind
+from command_line import Settings
+from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -121,7 +120,8 @@ for _name, _ok, _text in (
 
 def resolve_settings(flag_values):
     """The run's settings: the flags, then `--tiny` for flags not given."""
-    settings = {name: flag_values[name].value for name in flag_values if name in _OWN_FLAGS}
+    settings = Settings(**{name: flag_values[name].value for name in flag_values
+                           if name in _OWN_FLAGS})
     if flag_values.tiny:
         for name, value in TINY.items():
             if not flag_values[name].present:
@@ -211,7 +211,9 @@ def train(s, model, splits):
 
     import hmkeras
     from hmkeras.training.handwriting_training import HandwritingTrainer
+    from hmkeras.training.epoch_summaries import EpochSummaries
     from hmkeras.training.training_state import TrainingCheckpoint
+    from hmkeras.training.truncated_bptt_run import all_finite
 
     trainer = HandwritingTrainer(model)
     trainer.compile(keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"]))
@@ -222,12 +224,7 @@ def train(s, model, splits):
     batches = LineBatches(splits["train"], s["batch_size"], s["seed"])
     valid = LineBatches(splits["validation"], s["batch_size"], s["seed"], shuffle=False)
 
-    import tensorflow as tf
-    from tensorflow.core.framework import summary_pb2
-
-    writer = tf.summary.create_file_writer(os.path.join(s["output_dir"], "logs"))
-    scalar = summary_pb2.SummaryMetadata(
-        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    summaries = EpochSummaries(os.path.join(s["output_dir"], "logs"), skip=())
 
     class EpochEnd(keras.callbacks.Callback):
         """Reshuffles, writes the logs as TensorBoard scalars (without the
@@ -253,11 +250,7 @@ def train(s, model, splits):
         def on_epoch_end(self, epoch, logs=None):
             if not all_finite(trainer.variables + trainer.optimizer.variables):
                 self._stop("a weight is not finite")
-            with writer.as_default():
-                for name, value in (logs or {}).items():
-                    tf.summary.write(f"epoch_{name}", tf.constant(float(value)),
-                                     step=epoch + 1, metadata=scalar)
-            writer.flush()
+            summaries.on_epoch_end(epoch, logs)
             checkpoint.save(trainer, {"epoch": epoch + 1})
             EpochEnd.saved_step = int(trainer.optimizer.iterations.numpy())
 
@@ -301,19 +294,7 @@ def run(s):
     """Trains, evaluates, draws and exports; returns the results dict."""
     started = time.time()
     out_dir = s["output_dir"]
-    check_run_kind(out_dir, "--output_dir", ["handwriting"])
-    if s["overwrite"]:
-        shutil.rmtree(out_dir, ignore_errors=True)
-    settings_path = os.path.join(out_dir, "settings.json")
-    if os.path.exists(settings_path):
-        with open(settings_path) as f:
-            old = json.load(f)
-        changed = {k: (old.get(k), s[k]) for k in MODEL_FLAGS if old.get(k) != s[k]}
-        if changed:
-            raise FlagError(
-                f"--output_dir={out_dir!r} holds a run with other settings "
-                f"({', '.join(f'--{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
-                "choose another --output_dir or add --overwrite.")
+    prepare_output_dir(s, "handwriting", MODEL_FLAGS)
     finished = finished_results(s)
     if finished is not None:
         return finished
@@ -383,16 +364,13 @@ def finished_results(s):
     """The results.json of a run in --output_dir that has the --max_epochs
     these flags ask for: printed and returned as saved, nothing rewritten;
     None otherwise."""
-    path = os.path.join(s["output_dir"], "results.json")
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        results = json.load(f)
-    if results.get("epochs", 0) < s["max_epochs"]:
-        return None
-    print(f"{s['output_dir']} holds a finished run ({results['epochs']} epochs); its "
-          "results, unchanged (a larger --max_epochs trains on):")
-    _print_summary(results)
+    from hmkeras.training import run_directory
+
+    results = run_directory.finished_results(s["output_dir"], s["max_epochs"])
+    if results is not None:
+        print(f"{s['output_dir']} holds a finished run ({results['epochs']} epochs); its "
+              "results, unchanged (a larger --max_epochs trains on):")
+        _print_summary(results)
     return results
 
 

@@ -35,6 +35,7 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
+from command_line import Settings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -91,8 +92,8 @@ def _lengths(name, values):
 
 def resolve_settings(flag_values):
     """The run's settings: flags, `--tiny` for those not given explicitly."""
-    settings = {name: flag_values[name].value for name in flag_values
-                if name in _OWN_FLAGS}
+    settings = Settings(**{name: flag_values[name].value for name in flag_values
+                           if name in _OWN_FLAGS})
     if flag_values.tiny:
         for name, value in TINY.items():
             if not flag_values[name].present:

@@ -66,7 +66,6 @@ model or its data (`MODEL_FLAGS`) are refused there (use a new
 import json
 import math
 import os
-import shutil
 import time
 
 from absl import flags
@@ -74,7 +73,8 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
-from run_directory import check_run_kind
+from command_line import Settings
+from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -191,7 +191,7 @@ MODEL_FLAGS = (
 
 def resolve_settings(flag_values):
     """Settings: the dataset's preset, then --tiny, then explicit flags."""
-    s = {name: flag_values[name].value for name in flag_values if name in _OWN}
+    s = Settings(**{name: flag_values[name].value for name in flag_values if name in _OWN})
     overrides = dict(PRESETS[s["dataset"]])
     if s["cell"] == "rrnet":
         overrides.update(RRNET)
@@ -300,30 +300,6 @@ def make_vocabulary(s, sentences):
 
 
 # ----------------------------------------------------------------------------
-# Output directory
-# ----------------------------------------------------------------------------
-def prepare_output_dir(s):
-    out = s["output_dir"]
-    check_run_kind(out, "--output_dir", ["word_lm"])
-    path = os.path.join(out, "settings.json")
-    if s["overwrite"] and os.path.isdir(out):
-        if os.listdir(out) and not os.path.exists(path):
-            raise FlagError(f"--overwrite deletes a run of this script (a directory with "
-                            f"settings.json); --output_dir={out!r} is not one.")
-        shutil.rmtree(out)
-        return
-    if not os.path.isfile(path):
-        return
-    with open(path) as f:
-        old = json.load(f)
-    changes = [f"--{n} {old.get(n)!r} -> {s[n]!r}" for n in MODEL_FLAGS
-               if old.get(n) != s[n]]
-    if changes:
-        raise FlagError(f"--output_dir={out!r} holds a run of another model "
-                        f"({', '.join(changes)}). Use a new --output_dir, or --overwrite.")
-
-
-# ----------------------------------------------------------------------------
 # Training
 # ----------------------------------------------------------------------------
 def learning_rate(s, epoch):
@@ -408,7 +384,7 @@ def plot_attention_png(s, lm, vocab, sentences, path):
 
 def run(s):
     """The whole job; returns the results dict (also in results.json)."""
-    prepare_output_dir(s)
+    prepare_output_dir(s, "word_lm", MODEL_FLAGS)
     started = time.time()
     sentences, info = load_sentences(s)
     import tensorflow as tf

@@ -5,13 +5,16 @@
 `model_config.json` (the model's configuration, `to_json`), `settings.json`
 (every setting of the run, the flags included) and, for the text models,
 `vocabulary.json`. `check_run_kind` refuses a directory written by another
-script in one line. It imports nothing heavy.
+script in one line. `prepare_output_dir`, every training script's check of
+--output_dir before any work, adds the library's
+(`hmkeras.training.run_directory`). It imports nothing heavy.
 """
 
 import json
 import os
 
 from command_line import FlagError  # examples/command_line.py
+from command_line import flag_errors
 
 MARKER = "run_kind.json"
 # The kind of run each training script writes, and what reads it.
@@ -92,3 +95,31 @@ def check_run_kind(path, flag, allowed):
     raise FlagError(
         f"{flag}={path!r} holds a run of {RUN_KINDS.get(kind, kind)} "
         f"({MARKER}: kind {kind!r}); this script reads runs of {wanted}.")
+
+
+def prepare_output_dir(s, kind, model_flags, data_flags=(), ignored=None, defaults=None):
+    """Checks --output_dir (`s["output_dir"]`) against the settings `s`
+    before any work: a run of another script (its run_kind.json is not
+    `kind`) or of another model (a changed flag of `model_flags`) is
+    refused in one line (`FlagError`), other changes resume it (printed
+    unless `ignored`); --overwrite deletes it
+    (`hmkeras.training.run_directory.prepare_run_directory`).
+
+    Args:
+        s: The settings (a mapping).
+        kind: The key of `RUN_KINDS` the script writes.
+        model_flags, data_flags, defaults: As in `prepare_run_directory`.
+        ignored: Settings not compared (None: those outside `model_flags`).
+
+    Returns:
+        The names of the changed flags that keep the model.
+    """
+    from hmkeras.training import run_directory
+
+    check_run_kind(s["output_dir"], "--output_dir", [kind])
+    if ignored is None:
+        ignored = [name for name in s.keys() if name not in model_flags]
+    with flag_errors(run_directory.RunDirectoryError):
+        return run_directory.prepare_run_directory(
+            s["output_dir"], s, model_flags, overwrite=s.get("overwrite", False),
+            data_keys=data_flags, ignored=ignored, defaults=defaults)

@@ -1,7 +1,8 @@
 r"""Character-level language modelling as a compiled program for accelerators.
 
 The model, the corpora, the presets and the flags of `examples/ptb_char.py`
-(`embedding -> RNN(cell) -> output module -> softmax`, Chung et al.
+(they live in `examples/char_lm_flags.py`; the model is
+`embedding -> RNN(cell) -> output module -> softmax`, Chung et al.
 Sec. 4.1), trained the way accelerators like it:
 
 * the whole train step is compiled with XLA (`--jit_compile`, on by default);
@@ -76,11 +77,10 @@ from absl import logging
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from command_line import FlagError  # noqa: E402  (examples/command_line.py)
 from command_line import absl_main  # noqa: E402
-from command_line import all_finite  # noqa: E402
 from command_line import non_finite_stop  # noqa: E402
 from command_line import run_script  # noqa: E402
 from run_directory import write_run_files  # noqa: E402
-import ptb_char  # noqa: E402  (the model and data flags, presets, corpora)
+import char_lm_flags  # noqa: E402  (the model and data flags, presets, corpora)
 
 FLAGS = flags.FLAGS
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -115,7 +115,7 @@ def resolve_settings(flag_values):
             raise FlagError(f"--{name} is a flag of ptb_char.py's schedule or "
                             "evaluation, which this script does not run.")
     explicit_dir = flag_values["output_dir"].present
-    settings = ptb_char.resolve_settings(flag_values)
+    settings = char_lm_flags.resolve_settings(flag_values)
     settings.update({name: flag_values[name].value for name in OWN_FLAGS})
     settings["preset"] = flag_values.preset
     if not explicit_dir:
@@ -186,19 +186,6 @@ def make_strategy(s):
     return tf.distribute.TPUStrategy(resolver)
 
 
-def model_config(s, vocab_size):
-    """The `CharLanguageModelConfig` of the settings (fields named as the flags)."""
-    import dataclasses
-
-    from hmkeras.models.char_language_model import CharLanguageModelConfig
-
-    values = {f.name: s[f.name] for f in dataclasses.fields(CharLanguageModelConfig)
-              if f.name in s}
-    values.update(vocab_size=vocab_size, weight_normalization=s["weight_norm"],
-                  **ptb_char.prior_arguments(s))
-    return CharLanguageModelConfig(**values)
-
-
 def fed_dataset(batches, start_batch=0, row_ids=False):
     """`batches.dataset(start_batch, row_ids)` in its fixed order, prefetched,
     and sharded by data (not by file) when several workers read it."""
@@ -217,6 +204,8 @@ def fed_dataset(batches, start_batch=0, row_ids=False):
 # ----------------------------------------------------------------------------
 def _progress_callback(s, trainer, checkpoint, progress, clock):
     import keras
+
+    from hmkeras.training.truncated_bptt_run import all_finite
 
     class Progress(keras.callbacks.Callback):
         """Counts batches, times the steps after the warm-up, checkpoints,
@@ -332,6 +321,7 @@ def _run(s):
 
     from hmkeras import data
     from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.training import run_directory
     from hmkeras.training.stateful_training import TruncatedBPTTModel
     from hmkeras.training.training_state import TrainingCheckpoint
 
@@ -341,13 +331,13 @@ def _run(s):
         raise FlagError(f"--batch_size={s['batch_size']} (the global batch) must split "
                         f"evenly over the {replicas} replicas of --strategy={s['strategy']}.")
     keras.config.set_dtype_policy(s["precision"])
-    texts, _, _ = ptb_char.load_texts(s)
-    vocab, ids, _ = ptb_char.encode_texts(s, texts)
+    texts, _, _ = char_lm_flags.load_texts(s)
+    vocab, ids, _ = char_lm_flags.encode_texts(s, texts)
     if len(ids["train"]) < s["batch_size"] * s["seq_len"] + 1:
         raise FlagError(f"The training text has {len(ids['train']):,} symbols, fewer than "
                         f"--batch_size x --seq_len + 1.")
-    config = model_config(s, len(vocab))
-    config = ptb_char._check_model_config(s, config)
+    config = char_lm_flags.model_config(s, len(vocab))
+    config = char_lm_flags.check_model_config(s, config)
     write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="char_lm_xla")
     tf.random.set_seed(s["seed"])
     batches = data.TruncatedBPTTBatches(ids["train"], s["batch_size"], s["seq_len"])
@@ -365,7 +355,7 @@ def _run(s):
         print(f"{s['cell']}: {lm.count_params():,} parameters; {s['strategy']} strategy, "
               f"{replicas} replica(s) of {s['batch_size'] // replicas} rows; "
               f"{s['precision']}; jit_compile={s['jit_compile']}.")
-        clock = ptb_char.RunClock(started)
+        clock = run_directory.RunClock(started)
         progress = train(s, lm, trainer, batches, checkpoint, clock)
         evaluator = TruncatedBPTTModel(lm, None, carry_state=False)
         evaluator.compile(loss=evaluator.loss_function(), jit_compile=s["jit_compile"])
@@ -392,8 +382,7 @@ def _run(s):
     if lm.is_hierarchical:
         results["slope"] = float(lm.hierarchical_cell.slope.numpy())
     results["wall_seconds"] = clock.total()  # every process that trained it
-    with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
-        json.dump(ptb_char._finite(results), f, indent=2)
+    run_directory.write_results(s["output_dir"], results)
     _print_results(results, s["output_dir"])
     return results
 
@@ -429,14 +418,16 @@ def _check_carry_state(s):
 
 def run(s):
     """Checks --output_dir against the flags (a changed model is refused,
-    `ptb_char.prepare_output_dir`; so is a changed --carry_state), then
+    `char_lm_flags.prepare_output_dir`; so is a changed --carry_state), then
     trains; returns the results dict."""
+    from hmkeras.training.run_directory import removing_new_empty_dirs
+
     _check_carry_state(s)
-    ptb_char.prepare_output_dir(s, kind="char_lm_xla")
+    char_lm_flags.prepare_output_dir(s, kind="char_lm_xla")
     finished = finished_results(s)
     if finished is not None:
         return finished
-    with ptb_char.removing_new_empty_dirs([s["output_dir"]]):
+    with removing_new_empty_dirs([s["output_dir"]]):
         return _run(s)
 
 

@@ -9,6 +9,10 @@
   attention (or averaging) weights of one sentence of a word LM.
 * `mark_segments` (`segment_marks`): a text excerpt with each layer's
   segment ends marked in it, for logs and summaries.
+* `char_lm_report`: what a character-LM run reports (validation logs,
+  boundary and segment figures, word-level WikiText-2 figures, the printed
+  summary, the segmentation picture); `corpus_references`: the reference
+  boundaries of a corpus' text.
 """
 
 from hmkeras.analysis.evaluation import EvaluationResult

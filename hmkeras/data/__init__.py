@@ -10,7 +10,9 @@
 * `read_text_splits(text_file, valid_file=None, test_file=None, ...)`: your
   own UTF-8 text as train / validation / test strings (a part without a file
   of its own is cut from the end of `text_file`).
-* `CharVocabulary`: sorted symbol <-> id map that refuses unknown symbols.
+* `CharVocabulary`: sorted symbol <-> id map that refuses unknown symbols;
+  `char_splits.encode_splits`: a corpus' three splits as ids, with the
+  training text's vocabulary (unknown symbols refused or mapped, counted).
 * `TruncatedBPTTBatches` (stateful TBPTT training batches) and
   `EvaluationChunks` (batch-1 evaluation over the whole text).
 * Word level: `SyntheticWordCorpus` (the embedded corpus as tokens, exact

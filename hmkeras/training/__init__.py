@@ -11,6 +11,12 @@
   training of a `HandwritingModel` (boundary rates in the logs) and its
   step SavedModel for drawing (`handwriting_training`,
   `handwriting_step_export`).
+* `truncated_bptt_run`: a resumable truncated-BPTT training run of a
+  character LM (`TrainingSchedule`, `train_truncated_bptt`), with the
+  callbacks `epoch_summaries.EpochSummaries` (TensorBoard scalars) and
+  `epoch_progbar.EpochProgbar`.
+* `run_directory`: a run's directory on a rerun (resume, refuse or
+  overwrite; finished results kept; strict-JSON results; `RunClock`).
 """
 
 from hmkeras.training.boundary_monitor import BoundaryCollapseWarning

@@ -14,6 +14,9 @@ import hmkeras
 from example_modules import ROOT, example_settings, load_example, run_ptb_char
 
 ptb_char = load_example("ptb_char")
+# examples/char_lm_flags.py, the flags, presets and corpora of ptb_char.py
+# (imported by it, with its flags).
+char_lm_flags = sys.modules["char_lm_flags"]
 FLAGS = ptb_char.FLAGS
 
 
@@ -170,10 +173,10 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
 def test_enumerated_flags_match_the_library():
     from hmkeras.models import char_language_model
 
-    assert ptb_char.CELLS == char_language_model.CELLS
-    assert ptb_char.OUTPUTS == char_language_model.OUTPUTS
-    assert ptb_char.BOUNDARY_MODES == char_language_model.BOUNDARY_MODES
-    assert set(ptb_char.MODEL_FLAGS) <= set(FLAGS)
+    assert char_lm_flags.CELLS == char_language_model.CELLS
+    assert char_lm_flags.OUTPUTS == char_language_model.OUTPUTS
+    assert char_lm_flags.BOUNDARY_MODES == char_language_model.BOUNDARY_MODES
+    assert set(char_lm_flags.MODEL_FLAGS) <= set(FLAGS)
 
 
 def test_hierarchical_options_refused_for_other_cells():

@@ -1,5 +1,7 @@
-"""Tests of examples/compare_surprisal.py (Krause et al. Fig. 3 for two runs)
-and of the WikiText-2 word-level report of examples/ptb_char.py (Eq. 23).
+"""Tests of examples/compare_surprisal.py (Krause et al. Fig. 3 for two runs).
+(The WikiText-2 word-level report of examples/ptb_char.py, Eq. 23, is
+`hmkeras.analysis.char_lm_report.word_level_results`, tested in
+tf_tests/analysis/test_char_lm_report.py.)
 
 Two tiny runs of `examples/ptb_char.py --preset=quick --tiny` (an HM-LSTM and
 an LSTM on the same synthetic corpus) are made once; the comparison script
@@ -14,13 +16,9 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from hmkeras.analysis import bits
-from hmkeras.data import wikitext2_raw
 from example_modules import ROOT, load_example, run_ptb_char
-from hmkeras.analysis.evaluation import EvaluationResult
 
 SCRIPT = os.path.join(ROOT, "examples", "compare_surprisal.py")
 
@@ -149,23 +147,6 @@ def test_text_file_runs_compare(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     with open(tmp_path / "r.json") as f:
         assert json.load(f)["dataset"] == "text_file"
-
-
-def test_word_level_report_of_wikitext2():
-    # The published counts: Krause et al. Section 4.4 (1.2649 bits/byte).
-    full = EvaluationResult(bpc=1.2649, num_targets=wikitext2_raw.WIKITEXT2_TEST_BYTES - 1)
-    report = ptb_char.word_level_results(full, b"x" * wikitext2_raw.WIKITEXT2_TEST_BYTES)
-    assert report["num_words"] == bits.WIKITEXT2_TEST_WORDS
-    assert report["num_words_source"].startswith("published")
-    assert report["bits_per_word"] == pytest.approx(6.4718, abs=1e-4)
-    assert report["word_perplexity"] == pytest.approx(88.8, abs=0.05)
-    # Any other text: its own words (tokens + one per line, count_words).
-    text = b" = Title = \n \n Some text .\n"
-    part = EvaluationResult(bpc=2.0, num_targets=len(text) - 1)
-    report = ptb_char.word_level_results(part, text)
-    assert report["num_words"] == 9 and "count_words" in report["num_words_source"]
-    assert report["bits_per_word"] == pytest.approx(2.0 * len(text) / 9)
-    assert np.isclose(report["word_perplexity"], 2 ** report["bits_per_word"])
 
 
 def test_docstring_example_of_the_script():

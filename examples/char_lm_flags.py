@@ -1,0 +1,492 @@
+"""The command line of the character language-model examples.
+
+`examples/ptb_char.py` and `examples/xla_gpu_training.py` share it: the
+presets and `--tiny`, the flags (model, data, training), their checks
+(`resolve_settings`: single values while absl parses, combinations here,
+before TensorFlow loads), the default run directory, the flags that define
+a run (`MODEL_FLAGS`, compared when a rerun resumes it) and the corpora
+they name (`load_texts`, `encode_texts`: data errors in the flags' words).
+Importing it defines the flags.
+"""
+
+import math
+import os
+
+from absl import flags
+
+from command_line import FlagError  # examples/command_line.py
+from command_line import Settings
+from command_line import flag_errors
+import run_directory  # examples/run_directory.py
+
+# TensorFlow (imported lazily, below) reads this when it loads: no C++
+# start-up chatter unless the user asks for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# Presets: values for flags; explicit command-line flags win.
+PRESETS = {
+    "none": {},
+    "quick": dict(
+        dataset="synthetic", units=128, num_layers=3, embedding_dim=32,
+        output_units=128, batch_size=32, seq_len=100, learning_rate=0.003,
+        max_epochs=6, synthetic_train_chars=400_000, synthetic_valid_chars=10_000,
+        synthetic_test_chars=20_000, valid_batch_size=8,
+        layer_norm=True,
+    ),
+    "ptb": dict(
+        dataset="ptb_char", units=512, num_layers=3, embedding_dim=128,
+        output_units=512, batch_size=64, seq_len=100, learning_rate=0.002,
+        layer_norm=True, max_epochs=500,
+    ),
+    "hutter_mlstm": dict(
+        dataset="enwik8", cell="mlstm", units=1900, embedding_dim=400,
+        output="none", weight_norm=True, dropout=0.2, recurrent_dropout=0.2,
+        batch_size=128, seq_len=200, learning_rate=0.001, lr_schedule=False,
+        slope_schedule=False, max_epochs=50,
+    ),
+}
+# `--tiny` shrinks whatever preset is chosen (for tests and smoke runs).
+TINY = dict(
+    units=16, embedding_dim=8, output_units=16, batch_size=4, seq_len=20,
+    max_epochs=1, synthetic_train_chars=3_000, synthetic_valid_chars=800,
+    synthetic_test_chars=800, valid_batch_size=2, zrate_chars=400,
+    excerpt_chars=120, multiplicative_units=0, text_chars=3_000,
+)
+DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_file")
+# The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS,
+# BOUNDARY_MODES), spelled out so that flags are checked before TensorFlow loads.
+CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
+OUTPUTS = ("gated", "simple", "none")
+BOUNDARY_MODES = ("step", "sample", "soft")
+# Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits),
+# and all the flags that apply to it only.
+TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
+TEXT_FILE_ONLY_FLAGS = TEXT_FILE_FLAGS + ("vocabulary", "text_chars")
+VOCABULARIES = ("unknown", "strict")
+
+FLAGS = flags.FLAGS
+_FLAGS_BEFORE = set(FLAGS)
+flags.DEFINE_enum("preset", "none", list(PRESETS), "A set of flag values (PRESETS); "
+                  "flags given explicitly win.")
+flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
+flags.DEFINE_enum("dataset", "synthetic", list(DATASETS), "The corpus.")
+flags.DEFINE_string("data_dir", None, "TFDS data directory.")
+flags.DEFINE_string("manual_dir", None, "Directory with the raw corpus files.")
+flags.DEFINE_bool("download", True, "Let TFDS builders download missing files.")
+flags.DEFINE_string("output_dir", None, "Default: runs/<preset>_<cell>, with the "
+                    "dataset (and a text file's stem) when not the preset's own.")
+flags.DEFINE_bool("overwrite", False, "Delete the run in --output_dir (if any) and "
+                  "start afresh; without it a rerun resumes that run.")
+flags.DEFINE_integer("seed", 0, "Seed of the initialization and the synthetic corpus.",
+                     lower_bound=0)
+flags.DEFINE_integer("synthetic_train_chars", 1_000_000, "Synthetic corpus sizes.",
+                     lower_bound=1)
+flags.DEFINE_integer("synthetic_valid_chars", 50_000, "", lower_bound=1)
+flags.DEFINE_integer("synthetic_test_chars", 50_000, "", lower_bound=1)
+flags.DEFINE_string("text_file", None, "--dataset=text_file: a UTF-8 text file to train on.")
+flags.DEFINE_string("valid_file", None, "Validation text file (default: cut from --text_file).")
+flags.DEFINE_string("test_file", None, "Test text file (default: cut from --text_file).")
+flags.DEFINE_float("valid_fraction", 0.05, "Share of --text_file for validation, "
+                   "without --valid_file (after the training part).")
+flags.DEFINE_float("test_fraction", 0.05, "Share of --text_file for the test, "
+                   "without --test_file (the end of the file).")
+flags.DEFINE_enum("vocabulary", "unknown", list(VOCABULARIES), "--dataset=text_file: "
+                  "unknown: validation / test symbols the training text lacks map to "
+                  "an unknown-symbol entry (counted in the results); strict: refuse them.")
+flags.DEFINE_integer("text_chars", 0, "--dataset=text_file: use only the first N "
+                     "characters of --text_file (0: all; --tiny: 3,000).", lower_bound=0)
+# Model.
+flags.DEFINE_enum("cell", "hmlstm", list(CELLS), "The recurrent cell.")
+flags.DEFINE_integer("units", 512, "Units of every recurrent layer.", lower_bound=1)
+flags.DEFINE_integer("num_layers", 3, "Recurrent layers (hmlstm, hmrnn: at least 2; "
+                     "mlstm: 1).", lower_bound=1)
+flags.DEFINE_integer("embedding_dim", 128, "Input embedding size.", lower_bound=1)
+flags.DEFINE_enum("output", "gated", list(OUTPUTS), "Output module: gated (Chung "
+                  "Eq. 11-12), simple (Kadar SimplerOut) or none.")
+flags.DEFINE_integer("output_units", 512, "Output embedding size.", lower_bound=1)
+flags.DEFINE_enum("boundary_mode", "step", list(BOUNDARY_MODES), "Boundary detector: "
+                  "hard step, Bernoulli sample or soft.")
+flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
+flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
+flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
+flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
+flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM cells (hmlstm, hmrnn); "
+                  "--nolayer_norm for Kadar et al.'s non-LN rows.")
+flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors (extension).")
+flags.DEFINE_enum("boundary_prior", "rate", ["rate", "binomial", "none"],
+                  "Boundary prior of the HM cells (hmkeras.BoundaryPrior, an extension): "
+                  "rate, binomial, or none for the papers' model.")
+flags.DEFINE_list("segment_lengths", None, "The prior's expected segment length of "
+                  "z^1 .. z^{L-1}, in characters, e.g. 5,15 (default: 5, 3x longer per layer).")
+flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
+                     "every N steps.", lower_bound=1)
+flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
+                  "layer collapses to 0 or 1.")
+flags.DEFINE_bool("top_down", True, "Top-down connections (false: Kadar NoTopDown).")
+flags.DEFINE_bool("no_top_down", False, "Same as --top_down=false.")
+flags.DEFINE_bool("copy_last", False, "Kadar CopyLast variant of the top layer.")
+flags.DEFINE_bool("weight_norm", False, "mLSTM weight normalization.")
+flags.DEFINE_float("dropout", 0.0, "Variational dropout on the cell input (every cell).")
+flags.DEFINE_float("recurrent_dropout", 0.0, "Variational dropout on the hidden state.")
+flags.DEFINE_integer("multiplicative_units", 0, "mLSTM m_t size (0: units).",
+                     lower_bound=0)
+flags.DEFINE_float("l2", 0.0, "L2 weight penalty on every kernel.")
+# Training.
+flags.DEFINE_integer("batch_size", 64, "Rows of every training batch.", lower_bound=1)
+flags.DEFINE_integer("seq_len", 100, "Truncated-BPTT window.", lower_bound=1)
+flags.DEFINE_float("learning_rate", 0.002, "Adam learning rate.")
+flags.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clipping threshold.")
+flags.DEFINE_bool("lr_schedule", True, "Divide the learning rate when validation stalls.")
+flags.DEFINE_float("lr_divisor", 50.0, "Factor of the division (Chung et al.: 50).")
+flags.DEFINE_integer("max_lr_divisions", 2, "Divisions before early stopping can stop.",
+                     lower_bound=0)
+flags.DEFINE_integer("patience", 2, "Epochs without improvement before stopping.",
+                     lower_bound=1)
+flags.DEFINE_integer("max_epochs", 100, "Upper bound of epochs.", lower_bound=1)
+flags.DEFINE_integer("max_steps", 0, "Stop (interrupt) after this many steps in "
+                     "total; rerun to resume. 0: no limit.", lower_bound=0)
+flags.DEFINE_integer("save_every", 200, "Checkpoint every N steps (and every epoch).",
+                     lower_bound=1)
+flags.DEFINE_integer("valid_batch_size", 16, "Rows of the per-epoch validation pass.",
+                     lower_bound=1)
+flags.DEFINE_integer("zrate_chars", 5000, "Validation slice for the per-epoch z rates.",
+                     lower_bound=2)
+flags.DEFINE_integer("test_batch_size", 1, "1: Kadar et al.'s protocol.", lower_bound=1)
+flags.DEFINE_integer("excerpt_chars", 270, "Length of the segmentation excerpt.",
+                     lower_bound=1)
+flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).", lower_bound=0,
+                     upper_bound=2)
+_OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
+
+# Ranges of the float flags (the integer flags carry absl bounds). absl checks
+# them while parsing and reports `flag --name=value: must be ...`.
+FLOAT_RANGES = {
+    "valid_fraction": ("in (0, 1)", lambda v: 0 < v < 1),
+    "test_fraction": ("in (0, 1)", lambda v: 0 < v < 1),
+    "slope": ("> 0", lambda v: v > 0),
+    "slope_max": ("> 0", lambda v: v > 0),
+    "slope_rate": (">= 0", lambda v: v >= 0),
+    "boundary_bias": ("finite", lambda v: True),
+    "dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
+    "recurrent_dropout": ("in [0, 1)", lambda v: 0 <= v < 1),
+    "l2": (">= 0", lambda v: v >= 0),
+    "learning_rate": ("> 0", lambda v: v > 0),
+    "clip_norm": ("> 0", lambda v: v > 0),
+    "lr_divisor": (">= 1", lambda v: v >= 1),
+}
+for _name, (_allowed, _check_value) in FLOAT_RANGES.items():
+    flags.register_validator(
+        _name, lambda v, ok=_check_value: v is None or (math.isfinite(v) and ok(v)),
+        message=f"must be a number {_allowed}" if _allowed != "finite"
+        else "must be a finite number")
+
+
+def _lengths_ok(values):
+    try:
+        return values is None or all(math.isfinite(float(v)) and float(v) > 1 for v in values)
+    except ValueError:
+        return False
+
+
+flags.register_validator(
+    "segment_lengths", _lengths_ok,
+    message="must be numbers > 1, one per boundary layer, e.g. 5,15")
+
+
+def _check_text_file_flags(settings, flag_values):
+    """--text_file and its companions go with --dataset=text_file only."""
+    if settings["dataset"] != "text_file":
+        for name in TEXT_FILE_ONLY_FLAGS:
+            if flag_values[name].present:
+                raise FlagError(
+                    f"--{name} applies to --dataset=text_file only. Received: "
+                    f"--dataset={settings['dataset']} --{name}={settings[name]!r}"
+                )
+        return
+    if not settings["text_file"]:
+        raise FlagError("--dataset=text_file needs --text_file=PATH, a UTF-8 text file.")
+    for part in ("valid", "test"):
+        if settings[f"{part}_file"] and flag_values[f"{part}_fraction"].present:
+            raise FlagError(
+                f"--{part}_fraction applies only without --{part}_file. Received: "
+                f"--{part}_file={settings[f'{part}_file']!r} "
+                f"--{part}_fraction={settings[f'{part}_fraction']!r}"
+            )
+
+
+HIERARCHICAL_ONLY_FLAGS = (
+    "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
+    "boundary_bias", "boundary_prior", "segment_lengths", "stop_on_collapse",
+)
+
+
+def resolve_settings(flag_values):
+    """The run's `Settings`: preset, then `--tiny`, then explicit flags.
+
+    Single values were checked by absl while parsing (enums, bounds,
+    `FLOAT_RANGES`); combinations are checked here (`FlagError`), before
+    TensorFlow loads.
+    """
+    settings = Settings(**{name: flag_values[name].value for name in flag_values
+                           if name in _OWN_FLAGS})
+    overrides = dict(PRESETS[flag_values.preset])
+    if flag_values.tiny:
+        overrides.update(TINY)
+    for name, value in overrides.items():
+        if not flag_values[name].present:
+            settings[name] = value
+    if settings["no_top_down"]:
+        settings["top_down"] = False
+    _check_text_file_flags(settings, flag_values)
+    manual_dir, data_dir = settings["manual_dir"], settings["data_dir"]
+    if manual_dir and not os.path.isdir(os.path.expanduser(manual_dir)):
+        raise FlagError(f"--manual_dir must be an existing directory, the one that "
+                        f"holds the corpus files. Received: --manual_dir={manual_dir!r}")
+    if data_dir and os.path.isfile(os.path.expanduser(data_dir)):
+        raise FlagError(f"--data_dir must be a directory; {data_dir!r} is a file.")
+    if settings["cell"] not in ("hmlstm", "hmrnn"):
+        # Options of the hierarchical cells: an error when given explicitly
+        # for another cell, dropped when they came from a preset.
+        for name in HIERARCHICAL_ONLY_FLAGS:
+            if flag_values[name].present:
+                raise FlagError(
+                    f"--{name} applies to the hierarchical cells (hmlstm, hmrnn) "
+                    f"only. Received: --cell={settings['cell']} --{name}={settings[name]!r}"
+                )
+            settings[name] = flag_values[name].default
+        settings["top_down"] = True
+    if settings["cell"] == "mlstm":
+        if flag_values["num_layers"].present and settings["num_layers"] != 1:
+            raise FlagError(
+                "--cell=mlstm is one layer: --num_layers must be 1. "
+                f"Received: --num_layers={settings['num_layers']}"
+            )
+        settings["num_layers"] = 1
+    if settings["cell"] in ("hmlstm", "hmrnn"):
+        if settings["num_layers"] < 2:
+            raise FlagError(
+                f"--cell={settings['cell']} is a hierarchy: --num_layers must be at "
+                f"least 2. Received: --num_layers={settings['num_layers']}")
+        lengths = settings["segment_lengths"]
+        if lengths is not None and len(lengths) != settings["num_layers"] - 1:
+            raise FlagError(
+                "--segment_lengths needs one length per boundary layer "
+                f"(--num_layers - 1 = {settings['num_layers'] - 1}). Received: "
+                f"--segment_lengths={','.join(lengths)}")
+        if lengths is not None and settings["boundary_prior"] == "none":
+            raise FlagError(
+                "--segment_lengths needs a boundary prior (--boundary_prior=binomial "
+                f"or rate). Received: --boundary_prior=none --segment_lengths={','.join(lengths)}")
+    if settings["dataset"] != "text_file":
+        for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
+            settings[name] = flag_values[name].default
+    if settings["output_dir"] is None:
+        settings["output_dir"] = default_output_dir(flag_values.preset, settings)
+    return settings
+
+
+def default_output_dir(preset, settings):
+    """`runs/<preset>_<cell>` for a preset on its own dataset (the main job:
+    `runs/quick_hmlstm`); otherwise the dataset is named too, and a text
+    file's stem: `runs/quick_text_file_book_hmlstm`, `runs/ptb_char_lstm`.
+
+    Example:
+
+    >>> default_output_dir("quick", {"dataset": "text_file", "text_file": "a/book.txt",
+    ...                              "cell": "hmlstm"})
+    'runs/quick_text_file_book_hmlstm'
+    """
+    parts = [] if preset == "none" else [preset]
+    if PRESETS[preset].get("dataset") != settings["dataset"]:
+        parts.append(settings["dataset"])
+    if settings["dataset"] == "text_file":
+        stem = os.path.splitext(os.path.basename(settings["text_file"]))[0]
+        parts.append("".join(c if c.isalnum() or c in "-." else "_" for c in stem))
+    return os.path.join("runs", "_".join(parts + [settings["cell"]]))
+
+
+def prior_arguments(s):
+    """`boundary_prior` and `segment_lengths` of `CharLanguageModelConfig`
+    from --boundary_prior and --segment_lengths (checked while parsing)."""
+    lengths = s["segment_lengths"]
+    return dict(
+        boundary_prior=None if s["boundary_prior"] == "none" else s["boundary_prior"],
+        segment_lengths=None if lengths is None else [float(v) for v in lengths],
+    )
+
+
+# Flags that define the network (model_config.json), its data or its batches:
+# a run in --output_dir made with other values cannot be resumed with these.
+MODEL_FLAGS = (
+    "dataset", "text_file", "valid_file", "test_file", "valid_fraction", "test_fraction",
+    "vocabulary", "text_chars", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
+    "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
+    "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
+    "boundary_prior", "segment_lengths", "weight_norm", "dropout",
+    "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
+)
+# Not compared: they only choose values of the flags above (--preset, --tiny,
+# --no_top_down is --top_down) or name the run itself.
+UNCOMPARED_FLAGS = ("preset", "tiny", "no_top_down", "overwrite", "output_dir")
+# Flags whose change means other data: such a run is another job's, and the
+# refusal does not suggest deleting it (--overwrite).
+DATA_FLAGS = ("dataset", "text_file", "valid_file", "test_file", "text_chars")
+
+
+def model_config(s, vocab_size):
+    """The `CharLanguageModelConfig` of the settings `s`."""
+    from hmkeras.models.char_language_model import CharLanguageModelConfig
+
+    return CharLanguageModelConfig(
+        vocab_size=vocab_size, cell=s["cell"], units=s["units"],
+        num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
+        output=s["output"], output_units=s["output_units"],
+        boundary_mode=s["boundary_mode"], slope=s["slope"],
+        layer_norm=s["layer_norm"], top_down=s["top_down"], copy_last=s["copy_last"],
+        boundary_bias=s["boundary_bias"], **prior_arguments(s),
+        weight_normalization=s["weight_norm"], dropout=s["dropout"],
+        recurrent_dropout=s["recurrent_dropout"],
+        multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
+    )
+
+
+def prepare_output_dir(s, kind):
+    """`run_directory.prepare_output_dir` with the flags of the character
+    LMs: a changed `MODEL_FLAGS` flag is refused (without suggesting
+    --overwrite for a `DATA_FLAGS` one), other changes are printed and the
+    run resumes. Returns the names of those other changed flags."""
+    return run_directory.prepare_output_dir(
+        s, kind, MODEL_FLAGS, data_flags=DATA_FLAGS, ignored=UNCOMPARED_FLAGS,
+        defaults={name: FLAGS[name].default for name in FLAGS})
+
+
+def check_model_config(s, config):
+    """Refuses a saved model_config.json (with checkpoints) that `config`
+    does not match: the same flags on other data (e.g. an edited
+    --text_file). Returns `config`."""
+    from hmkeras.training.run_directory import RunDirectoryError
+    from hmkeras.training.run_directory import check_model_config as check
+
+    with flag_errors(RunDirectoryError):
+        check(s["output_dir"], config)
+    return config
+
+
+def load_texts(s):
+    """`(texts, reference, info)`: the three splits, a boundary-reference fn
+    and corpus figures for results.json.
+
+    `reference(split, text)` gives `{unit: {alignment: 0/1 array}}`: the word
+    boundaries (`"words"`; on the synthetic corpus also the phrase ends,
+    `"phrases"`), each placed on the separator that follows the unit
+    (`"separator"`) and on its last character (`"last_char"`), on the
+    synthetic corpus also on the last separator before the next unit
+    (`"last_separator"`, after `", "`); a model may learn any, its
+    boundaries are scored against each and headlined by the best.
+    """
+    from hmkeras import data
+    from hmkeras.analysis import corpus_references
+    from hmkeras.data.char_splits import word_separators
+
+    separators = word_separators(s["dataset"])
+    if s["dataset"] == "synthetic":
+        corpus = data.SyntheticHierarchicalCorpus(
+            seed=s["seed"], train_chars=s["synthetic_train_chars"],
+            valid_chars=s["synthetic_valid_chars"], test_chars=s["synthetic_test_chars"],
+        )
+        texts = {split: corpus.text(split) for split in ("train", "validation", "test")}
+        info = {"true_entropy_rate_bits_per_char": corpus.entropy_rate_bits_per_char,
+                "true_test_bits_per_char": corpus.true_bits_per_char("test")}
+        return texts, lambda split, text: corpus_references.synthetic_references(
+            corpus, split, text, separators), info
+    if s["dataset"] == "text_file":
+        texts = read_text_file_splits(s)
+    else:
+        try:
+            texts = {
+                split: data.load_char_corpus(
+                    s["dataset"], split, data_dir=s["data_dir"],
+                    manual_dir=s["manual_dir"], allow_download=s["download"],
+                )
+                for split in ("train", "validation", "test")
+            }
+        except (data.DatasetFilesNotFoundError, data.DatasetVerificationError) as error:
+            raise FlagError(data_error_message(error, s)) from None
+    return texts, lambda _, text: corpus_references.word_references(text, separators), {}
+
+
+def encode_texts(s, texts):
+    """`(vocab, ids, unknown)` of `hmkeras.data.char_splits.encode_splits`:
+    with --dataset=text_file (and --vocabulary=unknown) symbols the training
+    text lacks map to an unknown symbol; elsewhere they raise."""
+    from hmkeras.data.char_splits import encode_splits
+
+    return encode_splits(texts, map_unknown=s["dataset"] == "text_file"
+                         and s.get("vocabulary", "strict") == "unknown")
+
+
+def data_error_message(error, s):
+    """The message of a data error of `hmkeras.data`, in the flags' words.
+
+    The library names its arguments (`allow_download=False`,
+    `load_char_corpus(..., manual_dir=DIR)`); the user typed `--nodownload`,
+    `--manual_dir`, `--data_dir`, `--dataset`.
+    """
+    message = str(error)
+    for api, flag in (
+        ("allow_download=False", "--nodownload"),
+        ("load_char_corpus(..., manual_dir=DIR) or "
+         "tfds.download.DownloadConfig(manual_dir=DIR)", "--manual_dir=DIR"),
+        ("hmkeras.data.load_char_corpus('synthetic', split) or "
+         "hmkeras.data.SyntheticHierarchicalCorpus()", "--dataset=synthetic"),
+    ):
+        message = message.replace(api, flag)
+    lines = message.split("\n")
+    for name in ("manual_dir", "data_dir"):
+        if s.get(name):
+            path = os.path.abspath(os.path.expanduser(s[name]))
+            lines = [f"{line}  (--{name})" if line.strip() == path else line
+                     for line in lines]
+    return "\n".join(lines)
+
+
+def read_text_file_splits(s):
+    """The three splits of --dataset=text_file; bad input is a `FlagError`.
+
+    `hmkeras.data.read_text_splits` names its arguments in its errors; they
+    are the flags of the same names. A validation or test symbol that the
+    training text lacks is refused here, naming where it comes from.
+    """
+    from hmkeras import data
+
+    try:
+        train, valid, test = data.read_text_splits(
+            **{name: s[name] for name in TEXT_FILE_FLAGS},
+            max_chars=s.get("text_chars") or None)
+    except (ValueError, OSError) as error:
+        message = str(error)
+        for name in TEXT_FILE_FLAGS:
+            message = message.replace(f"`{name}`", f"--{name}")
+        raise FlagError(message) from None
+    texts = {"train": train, "validation": valid, "test": test}
+    # A settings.json older than --vocabulary: its runs refused unseen symbols.
+    if s.get("vocabulary", "strict") != "strict":
+        return texts  # unseen symbols map to the unknown symbol (encode_texts)
+    known = set(train)
+    for split, part in (("validation", "valid"), ("test", "test")):
+        unknown = sorted(set(texts[split]) - known)
+        if not unknown:
+            continue
+        if s[f"{part}_file"]:
+            source, remedy = f"--{part}_file", "a --text_file that holds them"
+        else:
+            source = (f"The {split} part of --text_file "
+                      f"(--{part}_fraction={s[f'{part}_fraction']})")
+            remedy = f"a --text_file whose training part holds them, or a --{part}_file"
+        raise FlagError(
+            f"{source} holds {len(unknown)} symbol(s) absent from the training "
+            f"text, which the vocabulary comes from: {unknown[:20]}"
+            f"{' ...' if len(unknown) > 20 else ''}. Use {remedy}, or leave out "
+            "--vocabulary=strict to map them to an unknown symbol."
+        )
+    return texts
