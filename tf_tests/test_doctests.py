@@ -21,6 +21,7 @@ def test_every_module_is_collected():
     assert "hmkeras.cells.hm_lstm_cell" in MODULES and "hmkeras.data.pipeline" in MODULES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)

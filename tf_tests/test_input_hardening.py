@@ -183,6 +183,7 @@ def test_masked_steps_in_the_middle_are_skipped(name):
 LONG = ("HMLSTMCell", "HMRNNCell", "MultiplicativeLSTMCell", "RecurrentRecursiveCell")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LONG)
 def test_ten_thousand_steps_in_inference_stay_finite(name):
     keras.utils.set_random_seed(0)

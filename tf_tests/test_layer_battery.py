@@ -117,6 +117,7 @@ def test_shapes(case):
     assert np.all(np.isfinite(np.asarray(eager)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=ids)
 def test_xla_training(case):
     """One `train_on_batch` under `jit_compile=True`: a finite loss, every
@@ -295,6 +296,7 @@ def test_keras_file(case, saved_models):
     np.testing.assert_array_equal(np.asarray(loaded(x)), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=ids)
 def test_export(case, saved_models):
     """`model.export()` SavedModel, reloaded with TensorFlow alone, serves
@@ -353,6 +355,7 @@ def test_model_keras_file(case, built_models, tmp_path):
     np.testing.assert_array_equal(np.asarray(loaded(x)), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", MODEL_CASES, ids=model_ids)
 def test_model_export(case, built_models, tmp_path):
     """A subclassed model is exported with an explicit input signature."""

@@ -537,6 +537,7 @@ def _built_case(case):
 # ----------------------------------------------------------------------
 # Properties
 # ----------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @_settings(ROUND_TRIP_EXAMPLES)
 @given(data=st.data())
@@ -567,6 +568,7 @@ def test_random_configurations_build_run_and_round_trip(kind, data):
     CONFIGURATIONS[f"round_trip[{kind}]"] += 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @_settings(EXPORT_EXAMPLES)
 @given(data=st.data())
@@ -740,6 +742,7 @@ def invalid_cases(draw):
     return name, cls, arguments, argument
 
 
+@pytest.mark.slow
 @_settings(INVALID_EXAMPLES)
 @given(case=invalid_cases())
 def test_random_invalid_arguments_are_refused_by_name(case):

@@ -142,6 +142,7 @@ def test_a_misplaced_announcement_fails():
         _instrument("x = (2, 3)  # (2, 3)\n", "example")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page, line, source", BLOCKS, ids=[f"{p}:{n}" for p, n, _ in BLOCKS])
 def test_block_runs_and_shows_its_values(page, line, source):

@@ -72,6 +72,7 @@ def test_summary_lines_name_every_figure():
     assert lines[-1] == "wrote s.png and m"
 
 
+@pytest.mark.slow
 def test_validation_logs_and_excerpt_plot(tmp_path):
     vocab = CharVocabulary.from_text("abc d")
     lm = CharLanguageModel(CharLanguageModelConfig(

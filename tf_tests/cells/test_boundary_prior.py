@@ -97,6 +97,7 @@ def test_gradient_with_respect_to_the_boundaries(form):
         assert gradient[index] == pytest.approx((numeric[0] - numeric[1]) / 2e-6, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["rate", "binomial"])
 def test_gradient_through_the_cell_matches_finite_differences(form):
     # In "soft" mode z = z~ = hard_sigm(s_z): the prior is a smooth function
@@ -179,6 +180,7 @@ def test_prior_options_round_trip_and_bad_values():
         prior(np.zeros((2, 5), "float32"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["binomial", "rate"])
 def test_pulls_the_rate_toward_its_target_in_fit(form):
     # One-step sequences: z^1_1 depends on x_1 alone (z_0 = 0, h_0 = 0), so
@@ -207,6 +209,7 @@ def test_pulls_the_rate_toward_its_target_in_fit(form):
     assert after == before
 
 
+@pytest.mark.slow
 def test_default_fit_on_the_embedded_corpus_holds_the_rates_near_the_targets():
     # A plain `fit` of the default layer, as a user writes it: after 120
     # steps the boundary rates sit near 1/5 and 1/15; the papers' model

@@ -202,6 +202,7 @@ def test_boundaries_are_binary(mode):
 # reference's derivative has that Jacobian).  In both cases a complex-step
 # derivative of the reference matched the cell's gradient to 1e-14 before
 # that change: the limit is the finite differences', not the cell's.
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, steps, z_bias", [("step", 12, 0.0), ("sample", 6, 0.5),
                                                  ("soft", 12, 0.0)])
 def test_gradients_match_finite_differences(mode, steps, z_bias):

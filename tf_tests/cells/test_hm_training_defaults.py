@@ -9,6 +9,7 @@ import hmkeras
 from hmkeras import data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell])
 def test_default_gradients_do_not_explode_through_time(cls):
     # Layer normalization makes a product scale-free, so its Jacobian grows
@@ -31,6 +32,7 @@ def test_default_gradients_do_not_explode_through_time(cls):
     assert max(ratios) < 1e3, ratios
 
 
+@pytest.mark.slow
 def test_default_cell_fit_keeps_boundaries_alive():
     """A plain fit of the default cell on the embedded corpus: the loss
     falls and neither boundary layer ends at rate 0 or 1."""

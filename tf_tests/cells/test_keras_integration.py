@@ -51,6 +51,7 @@ def test_keras_file_round_trip(name, tmp_path):
     np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CELLS)
 def test_saved_model_export_round_trip(name, tmp_path):
     keras.utils.set_random_seed(1)
@@ -63,6 +64,7 @@ def test_saved_model_export_round_trip(name, tmp_path):
     np.testing.assert_allclose(reloaded.serve(tf.constant(x)).numpy(), expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CELLS)
 @pytest.mark.parametrize("mode", ["step", "sample"])
 def test_jit_compiled_fit_trains(name, mode):
@@ -79,6 +81,7 @@ def test_jit_compiled_fit_trains(name, mode):
     assert all(changed[:3])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CELLS)
 def test_mixed_bfloat16_runs(name):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")

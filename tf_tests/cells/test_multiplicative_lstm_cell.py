@@ -496,6 +496,7 @@ def test_saved_model_export_round_trip(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_jit_compiled_fit():
     model = _char_model(
         MultiplicativeLSTMCell(

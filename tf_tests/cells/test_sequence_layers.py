@@ -114,6 +114,7 @@ def test_equals_rnn_of_cell(case):
         assert 0.0 < float(np.mean(boundaries)) < 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["hmlstm_ln", "hmlstm"])
 def test_training_over_steps_unknown_until_run_time(case):
     """A sequence whose length is not static (a `tf.function` traced for
@@ -169,6 +170,7 @@ def test_stateful_carries_state_across_calls(case):
     assert not np.allclose(restarted, got[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["hmlstm", "hmrnn_ln", "mlstm_wn"])
 def test_dropout_masks_match_rnn_of_cell(case):
     layer, reference = make_pair(case, dropout=0.3, recurrent_dropout=0.2, seed=7)

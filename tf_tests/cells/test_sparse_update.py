@@ -83,6 +83,7 @@ def _boundaries(layer, outputs):
     return np.asarray(layer.split_outputs(outputs)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
 @pytest.mark.parametrize("layer_norm", [True, False])
 def test_sparse_equals_dense_and_skips(layer_class, layer_norm):
@@ -205,6 +206,7 @@ def test_evaluation_sparse_equals_dense():
     assert stats["skipped_fraction"] > 0.3
 
 
+@pytest.mark.slow
 def test_step_export_sparse_equals_dense(tmp_path):
     from hmkeras.data import CharVocabulary
     from hmkeras.training.step_export import export_step_model
@@ -242,6 +244,7 @@ _DECIDING_BIAS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("layer_norm", [True, False])
 @pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])

@@ -61,6 +61,7 @@ def _check_aligned(scores, alignments=("separator", "last_char")):
     assert scores["precision"] == by[scores["alignment"]]["precision"]
 
 
+@pytest.mark.slow
 def test_quick_preset_end_to_end_and_sampling(tmp_path):
     out = str(tmp_path / "run")
     results = _run("--preset=quick", "--tiny", f"--output_dir={out}", "--verbose=0")
@@ -112,6 +113,7 @@ def test_quick_preset_end_to_end_and_sampling(tmp_path):
         load_example("sample_handwriting").draw(out, 5, 1, 1.0, 1.0, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", ["lstm", "mlstm"])
 def test_non_hierarchical_cells_end_to_end(tmp_path, cell):
     out = str(tmp_path / cell)
@@ -121,6 +123,7 @@ def test_non_hierarchical_cells_end_to_end(tmp_path, cell):
     assert os.path.exists(os.path.join(out, "segmentation.png"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("randomness", [
     [],
     # Random boundaries and dropout: the seed-generator states resume too.
@@ -220,6 +223,7 @@ def _book(tmp_path, name="book.txt", content=BOOK):
     return str(path)
 
 
+@pytest.mark.slow
 def test_text_file_end_to_end(tmp_path, capsys):
     out = str(tmp_path / "run")
     command = ["--preset=quick", "--tiny", "--dataset=text_file",
@@ -335,6 +339,7 @@ def test_text_file_separate_files(tmp_path):
         ptb_char.load_texts(s)
 
 
+@pytest.mark.slow
 def test_unseen_symbols_map_to_the_unknown_symbol(tmp_path, capsys, monkeypatch):
     """A test split with symbols the training text lacks trains and is
     scored (default --vocabulary=unknown), the mapped symbols counted; and
@@ -393,6 +398,7 @@ TINY_RUN = ["--preset=quick", "--tiny", "--synthetic_train_chars=900", "--max_ep
             "--save_every=1000"]
 
 
+@pytest.mark.slow
 def test_rerun_with_another_model_is_refused_until_overwrite(tmp_path):
     out = str(tmp_path / "run")
     assert _main(*TINY_RUN, "--max_steps=2", "--verbose=0", f"--output_dir={out}") is None
@@ -430,6 +436,7 @@ def test_rerun_with_another_model_is_refused_until_overwrite(tmp_path):
     assert "--overwrite" not in message and "\n" not in message
 
 
+@pytest.mark.slow
 def test_rerun_with_training_flags_resumes_with_true_epoch_headers(tmp_path, capsys):
     """11 batches per epoch: stop at step 5, resume with another learning rate
     up to step 16 (into epoch 2); every epoch line says what it trains."""
@@ -455,6 +462,7 @@ def test_rerun_with_training_flags_resumes_with_true_epoch_headers(tmp_path, cap
     assert json.load(open(os.path.join(out, "settings.json")))["learning_rate"] == 0.001
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_with_the_last_good_checkpoint_intact(tmp_path):
     """A learning rate of 1e30 makes step 2's loss NaN: the run stops in one
     line naming the step and the checkpoint of step 1, which stays as saved
@@ -493,6 +501,7 @@ def test_failed_data_load_names_the_flags_and_leaves_no_empty_dirs(tmp_path, mon
     assert not root.exists()  # neither the output nor TFDS' folders are left
 
 
+@pytest.mark.slow
 def test_rerun_on_changed_data_is_refused(tmp_path):
     """Same flags, but the --text_file gained symbols: model_config.json
     (vocab_size) differs, so the checkpoint cannot be resumed."""

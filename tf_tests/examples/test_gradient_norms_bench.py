@@ -32,6 +32,7 @@ def _model_and_batch(seed):
     return model, batch.astype("int32")
 
 
+@pytest.mark.slow
 def test_recorded_norms_are_the_gradient_norms(tmp_path):
     output = tmp_path / "norms.json"
     flags = [f"--{name}={value}" for name, value in SIZES.items()]

@@ -23,6 +23,7 @@ def _is_png(path):
         return f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_tiny_run_resume_and_sampling(tmp_path):
     out = str(tmp_path / "run")
     results = iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0"))
@@ -123,6 +124,7 @@ def test_flag_errors(tmp_path):
     assert missing.returncode != 0 and "holds no step model" in missing.stderr
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_before_a_checkpoint(tmp_path):
     """A learning rate of 1e30: the first epoch's NaN loss stops the run in
     one line, and no checkpoint (of a NaN state) is written."""

@@ -15,6 +15,7 @@ def _settings(*args):
     return example_settings("mee", *args)
 
 
+@pytest.mark.slow
 def test_tiny_reinforce_run_end_to_end(tmp_path, capsys):
     out = str(tmp_path / "run")
     results = mee_example.run(_settings(

@@ -3,6 +3,7 @@ a --tiny run end to end, its resumption, the paper's defaults and the flag
 checks. The example runs in its own Python process (its absl flags share
 names with the other examples)."""
 
+import pytest
 import json
 import os
 import subprocess
@@ -36,6 +37,7 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_rrnet_tiny_run_resume_and_flags(tmp_path):
     out = tmp_path / "rrnet"
     settings = [

@@ -45,6 +45,7 @@ def _compare(*args):
                           capture_output=True, text=True, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_compare_surprisal_end_to_end(runs, tmp_path):
     paths, results = runs
     png = str(tmp_path / "out" / "recovery.png")
@@ -67,6 +68,7 @@ def test_compare_surprisal_end_to_end(runs, tmp_path):
     assert "surprising" in done.stdout and "HM" in done.stdout
 
 
+@pytest.mark.slow
 def test_default_output_goes_into_run_a(runs, tmp_path):
     """Without --output the figure and its JSON go into run A's directory,
     nothing into the current one."""
@@ -83,6 +85,7 @@ def test_default_output_goes_into_run_a(runs, tmp_path):
         assert os.path.isfile(os.path.join(paths["hmlstm"], name)), name
 
 
+@pytest.mark.slow
 def test_step_model_flags_and_max_chars(runs, tmp_path):
     paths, _ = runs
     out = str(tmp_path / "r.png")
@@ -110,6 +113,7 @@ def _copy_run(paths, tmp_path, **settings):
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings,message", [
     (dict(dataset="ptb_char"), "use different datasets .*'synthetic'.*'ptb_char'"),
     (dict(seed=7), "different 'synthetic' test texts"),
@@ -134,6 +138,7 @@ def test_missing_run_names_the_flag(tmp_path):
     assert "no step export" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_text_file_runs_compare(tmp_path):
     """A run on --dataset=text_file (the test text is cut from the run's
     file again), compared with itself to keep the test short."""
@@ -149,6 +154,7 @@ def test_text_file_runs_compare(tmp_path):
         assert json.load(f)["dataset"] == "text_file"
 
 
+@pytest.mark.slow
 def test_docstring_example_of_the_script():
     # In a subprocess: the script's flags would clash with ptb_char's here.
     # examples/ on sys.path, as for the script: it imports command_line.

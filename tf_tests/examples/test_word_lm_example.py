@@ -42,6 +42,7 @@ def _drive(runs):
     return json.loads(line[len("RESULTS"):]), done.stdout
 
 
+@pytest.mark.slow
 def test_tiny_runs_for_every_wrapper_and_resume(tmp_path):
     runs = []
     for wrapper in ("none", "average", "attention"):

@@ -38,6 +38,7 @@ def _progress(output_dir):
         return json.load(f)
 
 
+@pytest.mark.slow
 def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     out = str(tmp_path / "run")
     common = ["--preset=quick", "--tiny", f"--output_dir={out}", "--verbose=0",
@@ -86,6 +87,7 @@ def test_xla_run_then_mirrored_resume_end_to_end(tmp_path):
     assert "--nocarry_state" in third.stderr and "--carry_state" in third.stderr
 
 
+@pytest.mark.slow
 def test_two_workers_end_to_end(tmp_path):
     """`--strategy=multi_worker` with two worker processes on this machine
     (each writes its own --output_dir; the chief's results are the run's)."""
@@ -104,6 +106,7 @@ def test_two_workers_end_to_end(tmp_path):
         assert other[key] == chief[key], key
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_in_one_line(tmp_path):
     """A learning rate of 1e30: step 2's loss is NaN; the run stops in one
     line naming the step and the checkpoint of step 1, left as saved."""

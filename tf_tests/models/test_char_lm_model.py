@@ -46,6 +46,7 @@ def _direct_bits(lm, ids):
     return -log_p[np.arange(len(ids) - 1), ids[1:]] / math.log(2), rnn_outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", ["hmlstm", "lstm", "hmrnn", "mlstm"])
 def test_batch1_bpc_equals_direct_computation(cell):
     vocab = CharVocabulary.from_text(TEXT)
@@ -109,6 +110,7 @@ def test_unknown_test_symbols_raise():
         evaluate_char_model(_model(vocab_size=len(vocab)), vocab.encode("abd a"))
 
 
+@pytest.mark.slow
 def test_tbptt_state_carry_equals_one_long_sequence():
     """Stateful TBPTT batches (lr 0) give the losses of one long call."""
     vocab = CharVocabulary.from_text(TEXT)
@@ -136,6 +138,7 @@ def test_tbptt_state_carry_equals_one_long_sequence():
     np.testing.assert_allclose(result.bpc, bits.mean(), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_exported_step_reproduces_keras_probabilities(tmp_path):
     vocab = CharVocabulary.from_text(TEXT)
     ids = vocab.encode(TEXT[:40])
@@ -169,6 +172,7 @@ def test_bad_model_options_name_the_argument():
         CharLanguageModel(vocab_size=5, output="fancy")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", ["hmlstm", "lstm"])
 def test_per_character_losses_of_the_batch1_pass(cell):
     """`return_losses`: one loss per target, aligned with ids[1:], in bits;

@@ -26,6 +26,7 @@ def _lines(rng, lengths):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", ["hmlstm", "lstm"])
 def test_log_likelihoods_ignore_padding_and_match_stepping(cell, tmp_path):
     rng = np.random.default_rng(0)
@@ -53,6 +54,7 @@ def test_log_likelihoods_ignore_padding_and_match_stepping(cell, tmp_path):
     assert total == pytest.approx(batched[2], rel=1e-4, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_trainer_loss_is_the_masked_step_mean_and_training_helps():
     rng = np.random.default_rng(1)
     model = HandwritingModel(units=6, output_units=6, num_components=2, seed=2)

@@ -190,6 +190,7 @@ def test_perplexity_is_exp_mean_nll_with_greedy_actions():
     assert lm.evaluate_perplexity(batches)["perplexity"] == result["perplexity"]
 
 
+@pytest.mark.slow
 def test_fit_and_save_load_round_trip(tmp_path):
     lm = _model(embedding_dim=6)
     x, y, w = _batch()

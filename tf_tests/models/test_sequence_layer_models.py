@@ -78,6 +78,7 @@ def test_char_model_builds_sequence_layers_equal_to_rnn_of_cell(cell):
         assert float(_recurrent(new.network)[0].cell.slope.numpy()) == 2.5
 
 
+@pytest.mark.slow
 def test_char_model_gradients_and_training_step_match():
     new, old = _pair(CharLanguageModel, **dict(SMALL, cell="hmlstm", boundary_mode="soft"))
     rng = np.random.default_rng(1)
@@ -110,6 +111,7 @@ def test_char_model_gradients_and_training_step_match():
         _close(a, b, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_batch1_evaluation_dense_and_sparse_match_the_rnn_model():
     new, old = _pair(CharLanguageModel, **dict(SMALL, cell="hmlstm", boundary_bias=-1.0))
     ids = np.random.default_rng(2).integers(0, 7, size=60)
@@ -124,6 +126,7 @@ def test_batch1_evaluation_dense_and_sparse_match_the_rnn_model():
     assert sparse.update_statistics is not None
 
 
+@pytest.mark.slow
 def test_step_export_of_a_sequence_layer_model_matches_the_network(tmp_path):
     import tensorflow as tf
 

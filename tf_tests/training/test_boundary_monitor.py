@@ -35,6 +35,7 @@ def _rates(model, cell, probe):
     return np.asarray(z).reshape(-1, 2).mean(axis=0)
 
 
+@pytest.mark.slow
 def test_rates_in_history_match_a_direct_measurement():
     model, cell = _model()
     x, y = _data()
@@ -46,6 +47,7 @@ def test_rates_in_history_match_a_direct_measurement():
     assert monitor.collapses == []
 
 
+@pytest.mark.slow
 def test_warns_naming_the_collapsed_layer_and_stops_when_asked():
     # A large negative detector bias pins every boundary at 0.
     model, _ = _model(boundary_bias=-50.0)
@@ -59,6 +61,7 @@ def test_warns_naming_the_collapsed_layer_and_stops_when_asked():
     assert [c[1] for c in monitor.collapses] == ["z_rate_1", "z_rate_2"]
 
 
+@pytest.mark.slow
 def test_warns_about_rates_stuck_at_one():
     model, _ = _model(boundary_bias=50.0)
     x, y = _data()
@@ -68,6 +71,7 @@ def test_warns_about_rates_stuck_at_one():
     assert int(model.optimizer.iterations.numpy()) == 6  # not stopped
 
 
+@pytest.mark.slow
 def test_uses_rates_reported_by_the_train_step():
     from hmkeras.models.char_language_model import CharLanguageModel
 
@@ -83,6 +87,7 @@ def test_uses_rates_reported_by_the_train_step():
     assert monitor.collapses and monitor.collapses[0][1] == "z_rate_1"
 
 
+@pytest.mark.slow
 def test_bad_arguments_and_missing_probe():
     for kwargs, name in ((dict(interval=0), "interval"), (dict(low=-0.1), "low"),
                          (dict(high=2), "high"), (dict(low=0.5, high=0.4), "low"),
@@ -124,6 +129,7 @@ def _fit_reported(rates, epochs, monitor, steps=3):
                      verbose=0, shuffle=False)
 
 
+@pytest.mark.slow
 def test_a_run_shorter_than_interval_times_patience_warns_at_epoch_ends():
     # 6 steps per epoch, 12 in all, far fewer than interval * patience = 200:
     # only the two epoch-end checks can see the collapse.
@@ -176,6 +182,7 @@ def test_rates_between_low_and_high_do_not_warn():
     assert monitor.collapses == []
 
 
+@pytest.mark.slow
 def test_nan_rates_are_logged_as_nan_and_are_no_collapse():
     # Reported by the train step.
     monitor = hmkeras.BoundaryMonitor(interval=1, patience=1)
@@ -206,6 +213,7 @@ def _float_model():
     return model
 
 
+@pytest.mark.slow
 def test_nan_inputs_give_nan_rates_and_terminate_on_nan_stops():
     """A NaN in the training inputs makes the weights NaN: the rates read NaN,
     not 0 (a NaN state compares as no boundary); Keras' TerminateOnNaN,

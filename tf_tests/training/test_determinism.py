@@ -10,6 +10,7 @@ losses of a run in another process, compared in
 `test_kill_and_resume.py`, are bit-identical too.)
 """
 
+import pytest
 import json
 import os
 
@@ -43,6 +44,7 @@ def _checkpoint(output_dir):
     return arrays
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_bits(tmp_path):
     runs = {name: str(tmp_path / name) for name in ("a", "b")}
     for out in runs.values():

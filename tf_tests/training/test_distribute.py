@@ -30,6 +30,10 @@ import pytest
 from example_modules import ROOT
 from worker_cluster import run_workers
 
+# Every test here trains under a strategy (a subprocess report of about
+# two minutes for the module, worker processes for the rest).
+pytestmark = pytest.mark.slow
+
 _SCRIPT = r"""
 import json, os, sys
 import tensorflow as tf
@@ -42,6 +46,7 @@ import numpy as np
 
 import hmkeras
 from hmkeras.models.char_language_model import CharLanguageModel
+
 
 weights_dir = sys.argv[1]
 mirrored = tf.distribute.MirroredStrategy(

@@ -89,6 +89,7 @@ COMMON = ["--preset=quick", "--tiny", "--synthetic_train_chars=40000",
           "--max_epochs=1", "--verbose=0", "--save_every=3"]
 
 
+@pytest.mark.slow
 def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path):
     killed, straight = str(tmp_path / "killed"), str(tmp_path / "straight")
     log = str(tmp_path / "killed.log")
@@ -188,6 +189,7 @@ KILL_POINTS = {
 }
 
 
+@pytest.mark.slow
 def test_save_killed_midway_leaves_a_complete_checkpoint(tmp_path):
     processes = {}
     try:

@@ -35,6 +35,7 @@ def _one_sgd_update(policy):
     return trainer, [a - b for a, b in zip(after, before)]
 
 
+@pytest.mark.slow
 def test_mixed_float16_update_equals_the_float32_update(restore_policy):
     _, reference = _one_sgd_update("float32")
     trainer, mixed = _one_sgd_update("mixed_float16")

@@ -3,6 +3,7 @@
 Runs in a subprocess with two logical CPU devices (MirroredStrategy needs
 them configured before TensorFlow initializes)."""
 
+import pytest
 import json
 import os
 import subprocess
@@ -49,6 +50,7 @@ def _report():
     return json.loads(lines[-1][len("REPORT "):])
 
 
+@pytest.mark.slow
 def test_one_replicas_overflow_makes_every_replicas_gradients_non_finite():
     report = _report()
     # No overflow: both replicas' gradients unchanged, None kept.

@@ -36,6 +36,7 @@ def test_chung_schedule():
     assert chung_ptb_schedule(1000) == 5.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell_cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell])
 def test_jit_compiled_fit_sees_new_slope_without_retracing(cell_cls, tmp_path):
     model = soft_model(cell_cls)
@@ -69,6 +70,7 @@ def test_jit_compiled_fit_sees_new_slope_without_retracing(cell_cls, tmp_path):
     assert float(keras.models.load_model(path).layers[1].cell.slope.numpy()) == 0.5
 
 
+@pytest.mark.slow
 def test_per_step_schedule_uses_global_step():
     model = soft_model()
     model.compile("sgd", "mse")

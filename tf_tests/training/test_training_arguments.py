@@ -41,6 +41,7 @@ def test_slope_annealing_arguments():
         _refused("unit", lambda: hmkeras.SlopeAnnealing(unit=value))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [np.float32(2.5), np.int64(2), np.float64(2.5)])
 def test_slope_schedule_may_return_numpy_numbers(value):
     model = _hm_model()
@@ -57,6 +58,7 @@ def test_slope_schedule_bad_values_refused(value):
                   callbacks=[hmkeras.SlopeAnnealing(lambda epoch: value)])
 
 
+@pytest.mark.slow
 def test_slope_annealing_prints_only_when_the_slope_changes(capsys):
     model = _hm_model()  # initial slope 1.0
     slopes = [1.0, 1.04, 1.04, 1.04, 2.0, 2.0]  # 1.04 is not exact in float32
@@ -69,6 +71,7 @@ def test_slope_annealing_prints_only_when_the_slope_changes(capsys):
     ]
 
 
+@pytest.mark.slow
 def test_slope_annealing_silent_by_default(capsys):
     model = _hm_model()
     model.fit(np.zeros((2, 4, 3)), np.zeros((2, 1)), epochs=2, verbose=0,

@@ -5,6 +5,7 @@ runs (examples/ptb_char.py) are in tf_tests/examples/ and
 tf_tests/training/test_kill_and_resume.py.
 """
 
+import pytest
 import json
 import os
 
@@ -34,6 +35,7 @@ def _weights(lm):
     return [np.asarray(w) for w in lm.network.weights]
 
 
+@pytest.mark.slow
 def test_interrupted_and_resumed_equals_straight(tmp_path):
     schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=2, verbose=0,
                                 save_every=100)
@@ -53,6 +55,7 @@ def test_interrupted_and_resumed_equals_straight(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_learning_rate_divided_then_early_stop(tmp_path):
     scores = iter([3.0, 3.0, 3.0, 3.0, 3.0])
     schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=10, verbose=0,
@@ -66,6 +69,7 @@ def test_learning_rate_divided_then_early_stop(tmp_path):
         0.01, 0.01, 0.001, 0.001]
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     run = str(tmp_path)
     schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=1, verbose=0,
@@ -87,6 +91,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert [s["step"] for s in _steps(run)] == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_hierarchical_model_anneals_its_slope(tmp_path):
     lm = _lm("hmlstm")
     schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=2, verbose=0,

@@ -1,5 +1,6 @@
 """Training through the wrappers: XLA with dropout in the wrapped cell; mixed precision."""
 
+import pytest
 import keras
 import numpy as np
 import tensorflow as tf
@@ -11,6 +12,7 @@ from hmkeras.wrappers import AveragingWrapper
 T, F = 12, 3
 
 
+@pytest.mark.slow
 def test_jit_compiled_fit_with_dropout_in_the_wrapped_cell():
     keras.utils.set_random_seed(4)
     # Keras' LSTMCell caches its dropout masks per sequence: the wrapper must
