@@ -29,10 +29,20 @@ class AttentionWrapper(CellWrapper):
     the weights are a softmax of the scores over the FILLED slots only
     (empty slots get weight exactly 0), the context is
     `c_t = sum_i a_i h_i` (`c_t = 0` while the memory is empty, at the first
-    step), and the output is `activation(W [h_t; c_t] + b)`; the default
-    activation is linear (`W [h_t; c_t] + b`).  `h_t` itself joins the
-    memory after the step, so a step never attends to itself or to the
-    future; the oldest state leaves a full memory.
+    step), and the output is `activation(W [h_t; c_t] + b)`, by default
+    `tanh(W [h_t; c_t] + b)`.  `h_t` itself joins the memory after the step,
+    so a step never attends to itself or to the future; the oldest state
+    leaves a full memory.
+
+    The default `tanh` follows Salton & Kelleher (2018): their averaging
+    model combines `h_t` and its context as `h'_t = tanh(W_c [h_t; c_t] +
+    b)` (Eq. 11), and the attentive baseline differs from it only in the
+    attention network that computes `c_t` (Sec. 5: the average replaces "a
+    neural network based attention mechanism"; Sec. 7: the parameter
+    difference "essentially aris[es] from the fact that we have dropped the
+    attention neural network component"), so the two wrappers share Eq. 11.
+    `activation=None` (or `"linear"`) gives the linear form
+    `W [h_t; c_t] + b`, this wrapper's default before issue 23.
 
     The memory lives in the RNN state: `[*cell_states, values (M * size),
     keys (M * attention_units, "combined") or scores (M, "single"),
@@ -61,7 +71,9 @@ class AttentionWrapper(CellWrapper):
             `h_t`): the rows of `v`.
         units: Positive int or `None` (default: the size of `h_t`): the
             size of the output.
-        activation: Of the output projection. Default `None` (linear).
+        activation: Of the output projection. Default `"tanh"`
+            (Salton & Kelleher 2018, Eq. 11, as in `AveragingWrapper`);
+            `None` or `"linear"` for `W [h_t; c_t] + b`.
         return_attention: Whether the output ends with the attention
             weights. Default `False`.
         hierarchy_layers: For a hierarchical cell, which hidden states are
@@ -111,7 +123,7 @@ class AttentionWrapper(CellWrapper):
         *,
         attention_units=None,
         units=None,
-        activation=None,
+        activation="tanh",
         return_attention=False,
         hierarchy_layers="all",
         reset_token_id=None,

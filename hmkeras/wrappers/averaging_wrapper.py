@@ -44,7 +44,9 @@ class AveragingWrapper(CellWrapper):
             `None` gives the size of the remembered `h_t`.
         include_current: Whether `c_t` averages `h_t` too. Default `False`
             (the paper's Eq. 10).
-        activation: Of the output projection. Default `"tanh"` (Eq. 11).
+        activation: Of the output projection. Default `"tanh"` (Eq. 11;
+            `AttentionWrapper` has the same default, the paper's models
+            differing only in how `c_t` is computed).
         hierarchy_layers: For a hierarchical cell, which hidden states are
             `h_t`: `"all"` layers' (default) or the `"top"` layer's; the
             boundaries are never averaged. Ignored for other cells.

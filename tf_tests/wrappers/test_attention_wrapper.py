@@ -2,7 +2,10 @@
 
 The reference is driven by the wrapped cell's own per-step outputs (read
 with `return_cell_output=True`), recomputes every score from the stored
-states (no cached keys), and softmaxes over the stored states only.
+states (no cached keys), and softmaxes over the stored states only.  Its
+output combination is Salton & Kelleher (2018) Eq. 11, `tanh(W [h; c] + b)`,
+unless a test asks for the linear form: the activation is the reference's
+own argument, never read from the wrapper.
 """
 
 import keras
@@ -21,7 +24,7 @@ def _run(wrapper, x):
     return wrapper.split_outputs(np.asarray(y))
 
 
-def _reference(wrapper, hs, resets=None):
+def _reference(wrapper, hs, resets=None, activation=np.tanh):
     """(outputs, weights) with weights laid out oldest slot first."""
     m = wrapper.memory_size
     w_out = wrapper.output_kernel.numpy()
@@ -47,7 +50,7 @@ def _reference(wrapper, hs, resets=None):
                 weights[b, t, m - len(memory):] = a
             else:
                 context = np.zeros(size)
-            outputs[b, t] = np.concatenate([h, context]) @ w_out + b_out  # linear
+            outputs[b, t] = activation(np.concatenate([h, context]) @ w_out + b_out)
             memory = (memory + [h])[-m:]
             if resets is not None and resets[b, t]:
                 memory = []
@@ -90,6 +93,50 @@ def test_matches_reference_other_cells(cls):
     expected, weights = _reference(wrapper, np.asarray(hs))
     np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
     np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+
+
+def _linear(z):
+    return z
+
+
+@pytest.mark.parametrize("activation", ["default", None, "linear"])
+def test_output_activation_default_tanh_and_linear_option(activation):
+    """The default output is tanh (Eq. 11); None and "linear" give W[h; c] + b."""
+    keras.utils.set_random_seed(4)
+    kwargs = {} if activation == "default" else {"activation": activation}
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(5, dtype="float64"), M, units=6,
+                               return_cell_output=True, return_attention=True,
+                               bias_initializer="ones", dtype="float64", **kwargs)
+    x = 3.0 * np.random.default_rng(4).normal(size=(B, T, F))
+    parts = _run(wrapper, x)
+    hs = np.asarray(parts.cell_output)
+    tanh_out, weights = _reference(wrapper, hs)
+    linear_out, _ = _reference(wrapper, hs, activation=_linear)
+    expected, other = (tanh_out, linear_out) if activation == "default" \
+        else (linear_out, tanh_out)
+    got = np.asarray(parts.output)
+    np.testing.assert_allclose(got, expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    assert np.max(np.abs(got - other)) > 1e-2  # the two forms are told apart
+    if activation == "default":
+        assert np.all(np.abs(got) < 1.0)
+        assert wrapper.get_config()["activation"] == "tanh"
+    else:
+        assert np.max(np.abs(got)) > 1.0  # unbounded: not squashed
+        assert wrapper.get_config()["activation"] == "linear"
+
+
+@pytest.mark.parametrize("activation", ["default", None])
+def test_activation_survives_get_config_round_trip(activation):
+    kwargs = {} if activation == "default" else {"activation": activation}
+    wrapper = AttentionWrapper(keras.layers.LSTMCell(5), M, **kwargs)
+    config = wrapper.get_config()
+    clone = AttentionWrapper.from_config(config)
+    assert clone.get_config()["activation"] == config["activation"]
+    assert config["activation"] == ("tanh" if activation == "default" else "linear")
+    z = np.linspace(-3.0, 3.0, 7).astype("float32")
+    expected = np.tanh(z) if activation == "default" else z
+    np.testing.assert_allclose(np.asarray(clone.activation(z)), expected, atol=1e-6)
 
 
 def test_reset_flag_empties_memory():
@@ -145,13 +192,13 @@ def test_empty_memory_has_zero_context_and_finite_gradients():
         {v.path: g.numpy() for v, g in zip(variables, grads)}, entries=2, seed=4)
     loss_of.restore()
     assert largest > 1e-3
-    # Step 1: c_1 = 0, so the output is W[:h] h_1 + b.
+    # Step 1: c_1 = 0, so the output is tanh(W[:h] h_1 + b) (default tanh).
     states = wrapper.get_initial_state(batch_size=2)
     out, _ = wrapper(x[:, 0], states)
     cell_out, _ = wrapper.cell(x[:, 0], states[:2])
     size = 3
-    expected = cell_out.numpy() @ wrapper.output_kernel.numpy()[:size] \
-        + wrapper.output_bias.numpy()
+    expected = np.tanh(cell_out.numpy() @ wrapper.output_kernel.numpy()[:size]
+                       + wrapper.output_bias.numpy())
     np.testing.assert_allclose(out.numpy(), expected, atol=1e-6)
 
 
