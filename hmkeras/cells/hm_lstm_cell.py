@@ -4,7 +4,10 @@ import keras
 import tensorflow as tf
 
 from hmkeras import argument_checks
+from hmkeras.cells import layer_weights
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
+from hmkeras.cells.layer_products import ProductGates
+from hmkeras.cells.layer_products import layer_normalize
 from hmkeras.cells.masked_lstm_update import masked_lstm_update
 
 
@@ -132,7 +135,7 @@ class HMLSTMCell(HierarchicalCell):
 
     _extra_states_per_layer = 1  # the cell state c^l
     # COPY (z^{l-1}_t = 0, z^l_{t-1} = 0): only U h^l_{t-1} remains (Eq. 5).
-    _copy_coefficients = (0.0, None, 0.0)
+    _copy_products = ("recurrent",)
     _columns_per_unit = 4  # f, i, o, g
 
     def __init__(
@@ -193,7 +196,7 @@ class HMLSTMCell(HierarchicalCell):
         self.forget_bias = argument_checks.check_float("forget_bias", forget_bias)
 
     def _build_layer(self, index, input_size, units, above_units):
-        params = self._add_products(index, input_size, units, above_units)
+        params = layer_weights.add_products(self, index, input_size, units, above_units)
 
         def forget_shift(shape, dtype):
             # Gate order f, i, o, g: the forget gate is the first block.
@@ -202,31 +205,29 @@ class HMLSTMCell(HierarchicalCell):
                 keras.ops.zeros((shape[0] - units,), dtype=dtype),
             ])
 
-        params["bias"] = self._add_bias(
-            index, units, above_units is not None, gate_shift=forget_shift
+        params["bias"] = layer_weights.add_bias(
+            self, index, units, above_units is not None, gate_shift=forget_shift
         )
         if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
-            params["norm_cell"] = self._add_layer_norm(f"norm_cell_{index + 1}", units)
+            params["norm_cell"] = layer_weights.add_layer_norm(
+                self, f"norm_cell_{index + 1}", units
+            )
         self._layer_params.append(params)
 
-    def _product_coefficients(self, z_below, z_previous, ops):
+    def _product_gates(self, step):
         # Chung Eq. (4)-(7): z^{l-1}_t gates the bottom-up product, z^l_{t-1}
         # the top-down one.
-        del ops
-        return (z_below, None, z_previous)
+        return ProductGates(bottom_up=step.z_below, top_down=step.z_previous)
 
-    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
-        params = self._layer_params[index]
-        units = self.units[index]
-        h_previous, c_previous = state
-        s = self._mixed_products(
-            index, below, recurrent, above,
-            self._product_coefficients(z_below, z_previous, ops), constants,
-        ) + params["bias"]
+    def _layer_step(self, step):
+        params = self._layer_params[step.index]
+        units = self.units[step.index]
+        h_previous, c_previous = step.state
+        s = step.products.mixture(step.inputs, self._product_gates(step)) + params["bias"]
         # Eq. (4): f, i, o = sigm; g = tanh; the z column is returned raw.
         # One split (not three slices) keeps the backward pass to one concat.
         boundary = None
-        if z_previous is None:
+        if step.is_top:
             sfio, sg = tf.split(s, [3 * units, units], axis=-1)
         else:
             sfio, sg, boundary = tf.split(s, [3 * units, units, 1], axis=-1)
@@ -234,10 +235,11 @@ class HMLSTMCell(HierarchicalCell):
         # FLUSH keeps only i * g; COPY keeps c_{t-1} (and h_{t-1}) bit for bit.
         cell_output = None
         if self.layer_norm:  # Ba et al. Eq. (22): LN(c) before the output tanh
-            cell_output = lambda c: self._normalize(c, params["norm_cell"])
+            options = step.products.options
+            cell_output = lambda c: layer_normalize(c, params["norm_cell"], options)
         h, c = masked_lstm_update(
-            sfio, sg, c_previous, h_previous, ops.update, ops.copy,
-            copy_hidden=not (z_previous is None and self.copy_last),
+            sfio, sg, c_previous, h_previous, step.ops.update, step.ops.copy,
+            copy_hidden=not (step.is_top and self.copy_last),
             cell_output=cell_output,
         )
         return [h, c], boundary

@@ -3,8 +3,10 @@
 import keras
 import tensorflow as tf
 
+from hmkeras.cells import layer_weights
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.hierarchical_cell import blend_copy
+from hmkeras.cells.layer_products import ProductGates
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -104,7 +106,7 @@ class HMRNNCell(HierarchicalCell):
 
     _extra_states_per_layer = 0
     # COPY (u_m = 0): W h^{l-1}_t + V h^{l+1}_{t-1}, the FLUSH mixture (Eq. 15).
-    _copy_coefficients = (None, 0.0, None)
+    _copy_products = ("bottom_up", "top_down")
     _columns_per_unit = 1
     _stack_recurrent_products = False
 
@@ -162,24 +164,22 @@ class HMRNNCell(HierarchicalCell):
         )
 
     def _build_layer(self, index, input_size, units, above_units):
-        params = self._add_products(index, input_size, units, above_units)
-        params["bias"] = self._add_bias(index, units, above_units is not None)
+        params = layer_weights.add_products(self, index, input_size, units, above_units)
+        params["bias"] = layer_weights.add_bias(self, index, units, above_units is not None)
         self._layer_params.append(params)
 
-    def _product_coefficients(self, z_below, z_previous, ops):
-        del z_below
-        if z_previous is None:
-            return (None, None, None)  # Eq. (14): the top layer never FLUSHes
+    def _product_gates(self, step):
+        if step.is_top:
+            return ProductGates()  # Eq. (14): the top layer never FLUSHes
         # Eq. (13)/(15): u_m U h^l_{t-1} + (1 - u_m) V h^{l+1}_{t-1}
-        return (None, ops.update, 1.0 - ops.update)
+        update = step.ops.update
+        return ProductGates(recurrent=update, top_down=1.0 - update)
 
-    def _layer_step(self, index, below, z_below, state, recurrent, above, z_previous, ops, constants):
-        units = self.units[index]
-        (h_previous,) = state
-        s = self._mixed_products(
-            index, below, recurrent, above,
-            self._product_coefficients(z_below, z_previous, ops), constants,
-        ) + self._layer_params[index]["bias"]
-        h = blend_copy(ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
-        boundary = s[:, units:] if z_previous is not None else None
+    def _layer_step(self, step):
+        units = self.units[step.index]
+        (h_previous,) = step.state
+        s = step.products.mixture(step.inputs, self._product_gates(step))
+        s = s + self._layer_params[step.index]["bias"]
+        h = blend_copy(step.ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
+        boundary = None if step.is_top else s[:, units:]
         return [h], boundary

@@ -13,7 +13,7 @@ layer's products (for the HM-LSTM `U h^l_{t-1}` alone, Eq. 5), since
 detector and does no work at all.
 
 What that column needs is prepared once per sequence (`CopyBoundary`,
-made by the cell's `build_sequence_constants`): the boundary column of
+made with the layer's `layer_products.LayerProducts`): the boundary column of
 each kept product's kernel as a kernel of its own (all that is needed
 without layer normalization) and, with layer normalization (Ba et al.
 Eq. 20-21), what gives the product's variance without the product.  For a centred kernel `M_c` with `C` columns and
@@ -198,6 +198,51 @@ def boundary_preactivation(copy_boundary, inputs):
         term_value = column * tf.math.rsqrt(variance + copy_boundary.epsilon)
         total = total + tf.cast(term_value, total.dtype)  # Ba et al. Eq. (20)-(21)
     return total
+
+
+def skip_copying_layer(layer_step, step, counter):
+    """`layer_step(step)`, skipped when every row of the batch COPYs.
+
+    A COPY keeps the layer's state bit for bit (Chung Eq. 2-3), so the
+    skipped branch returns the state unchanged and computes only what the
+    step still needs: the boundary detector's pre-activation, from the
+    per-sequence `CopyBoundary` of the layer's products
+    (`LayerProducts.copy_boundary_preactivation`), none at all for the top
+    layer.  The bottom layer never COPYs.  Every executed and skipped
+    update is counted on `counter`, an `UpdateCounter`.
+
+    Args:
+        layer_step: The cell's update of one layer, `step -> (new_state,
+            boundary_preactivation)`.
+        step: The layer's `LayerStep` (`hierarchical_cell`).
+        counter: The cell's `UpdateCounter`.
+    """
+    if step.ops.copy is None:  # the bottom layer
+        counter.count(step.index, skipped=False)
+        return layer_step(step)
+    has_boundary = step.z_previous is not None
+
+    # The counts are stateful operations of their branch: compiled, each
+    # branch runs its own (automatic control dependencies), so no output
+    # waits on them.
+    def dense():
+        counter.count(step.index, skipped=False)
+        new_state, preactivation = layer_step(step)
+        return (new_state, preactivation) if has_boundary else new_state
+
+    def skipped():
+        counter.count(step.index, skipped=True)
+        if not has_boundary:
+            return list(step.state)
+        # Chung Eq. (5)-(7), the boundary column of a COPY
+        preactivation = step.products.copy_boundary_preactivation(step.inputs)
+        return list(step.state), preactivation
+
+    every_row_copies = tf.reduce_all(tf.equal(step.ops.copy, 1.0))
+    result = tf.cond(every_row_copies, skipped, dense)
+    if has_boundary:
+        return list(result[0]), result[1]
+    return list(result), None
 
 
 def in_loop_step(sequence_graph):

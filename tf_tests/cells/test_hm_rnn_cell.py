@@ -60,7 +60,7 @@ def test_gradients_match_finite_differences(mode, z_bias):
     # from the first steps: a layer that COPYs its zero initial state holds
     # an all-zero row whose straight-through derivative (through the copy
     # mask) is not zero, and the cell passes no gradient through the layer
-    # normalization of a constant row (`hierarchical_cell._inverse_deviation`)
+    # normalization of a constant row (`layer_products.inverse_deviation`)
     # where the reference's derivative has its 1 / sqrt(eps) Jacobian.
     cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=2, z_bias=z_bias)
     y = check_gradients_against_reference(

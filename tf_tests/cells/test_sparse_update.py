@@ -19,6 +19,9 @@ from hmkeras.cells import HMLSTMCell
 from hmkeras.cells import HMRNN
 from hmkeras.cells import HMRNNCell
 from hmkeras.cells import sparse_update
+from hmkeras.cells.hierarchical_cell import LayerStep
+from hmkeras.cells.hierarchical_cell import layer_operations
+from hmkeras.cells.layer_products import ProductInputs
 
 T, FEATURES = 20, 3
 UNITS = [6, 5, 4]
@@ -286,14 +289,17 @@ def test_copy_boundary_column_equals_dense_column(layer_class, layer_norm):
         for size in (UNITS[0], UNITS[1], UNITS[2])
     )
     constants = cell.build_sequence_constants(below)
-    copy_boundaries = constants["copy_boundaries"]  # built for sparse updates only
-    assert copy_boundaries[0] is None and copy_boundaries[2] is None
-    column = sparse_update.boundary_preactivation(
-        copy_boundaries[1], (below, recurrent, above)
-    )
-    full = cell._mixed_products(
-        1, below, recurrent, above, cell._copy_coefficients, constants
-    ) + cell._layer_params[1]["bias"]
+    products = constants["layer_products"]  # the COPY's column for sparse updates only
+    assert products[0].copy_boundary is None and products[2].copy_boundary is None
+    inputs = ProductInputs(below=below, recurrent=recurrent, above=above)
+    column = products[1].copy_boundary_preactivation(inputs)
+    # The dense path's products with the gates of a COPY (Chung Eq. 2).
+    zeros = tf.zeros((4, 1))
+    step = LayerStep(index=1, state=None, inputs=inputs, z_below=zeros,
+                     z_previous=zeros, ops=layer_operations(zeros, zeros),
+                     products=products[1])
+    full = products[1].mixture(inputs, cell._product_gates(step)) + cell._layer_params[1]["bias"]
     assert column.shape == (4, 1)
     np.testing.assert_allclose(column.numpy(), full.numpy()[:, -1:], rtol=1e-5, atol=1e-6)
-    assert "copy_boundaries" not in dense.cell.build_sequence_constants(below)
+    dense_products = dense.cell.build_sequence_constants(below)["layer_products"]
+    assert dense_products[1].copy_boundary is None
