@@ -3,7 +3,6 @@
 import keras
 
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
-from hmkeras.cells.multiplicative_lstm_cell import with_legacy_defaults
 from hmkeras.cells.sequence_layer import SequenceLayer
 
 
@@ -29,8 +28,7 @@ class MultiplicativeLSTM(SequenceLayer):
     Weight normalization covers the recurrent weights by default
     (`weight_normalization_scope="recurrent"`: W_mh and W_hm, W_im, W_om,
     W_fm, as Krause et al. Section 4.2), and the input kernel too with
-    `"all"`, which a configuration saved without that key (by an earlier
-    version) gets.
+    `"all"`.
 
     Args:
         units: Positive int, dimensionality of h_t and c_t.
@@ -104,8 +102,3 @@ class MultiplicativeLSTM(SequenceLayer):
 
     cell_name = "multiplicative_lstm_cell"
     cell_class = MultiplicativeLSTMCell
-
-    @classmethod
-    def from_config(cls, config):
-        # As the cell's: no `weight_normalization_scope` means "all".
-        return super().from_config(with_legacy_defaults(config))

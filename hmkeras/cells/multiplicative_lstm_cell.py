@@ -29,20 +29,6 @@ WEIGHT_NORMALIZATION_SCOPES = {
     "recurrent": ("recurrent_kernel", "multiplicative_kernel"),
     "all": ("kernel", "recurrent_kernel", "multiplicative_kernel"),
 }
-# The scope of a configuration saved before `weight_normalization_scope`
-# existed: those versions normalized every matrix.
-LEGACY_WEIGHT_NORMALIZATION_SCOPE = "all"
-
-
-def with_legacy_defaults(config):
-    """`config` with the values that earlier versions implied for keys they
-    did not save (`weight_normalization_scope`: "all"), so that a model
-    saved by them loads with the same variables and computes the same."""
-    config = dict(config)
-    config.setdefault("weight_normalization_scope", LEGACY_WEIGHT_NORMALIZATION_SCOPE)
-    return config
-
-
 def _scaled_block_initializer(initializer, scale, num_blocks, first_draw, seed):
     """Initialises a `(rows, num_blocks * width)` matrix block by block.
 
@@ -105,9 +91,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
     `multiplicative_kernel` (W_hm, W_im, W_om, W_fm, Eq. 18-21), the
     weights applied to h_{t-1} and m_t, while the input projections
     `kernel` stay as they are (no `kernel_g`). `"all"` normalizes `kernel`
-    too; it is what hmkeras did before the option existed, and a
-    configuration saved without the key (`from_config`) gets it, so that
-    older saved models load with the same variables and outputs. Under
+    too. Under
     `keras.layers.RNN` the normalized matrices are computed once per sequence,
     before the time loop (see `hmkeras.cells.variational_dropout`); called by hand,
     the cell computes them at each call.
@@ -469,12 +453,6 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         }
         base_config = super().get_config()
         return {**base_config, **config}
-
-    @classmethod
-    def from_config(cls, config):
-        # A configuration without `weight_normalization_scope` was saved by
-        # an earlier version, which normalized all matrices ("all").
-        return super().from_config(with_legacy_defaults(config))
 
 
 # Short alias, as in the paper ("mLSTM").

@@ -22,9 +22,7 @@ averaging, Sections 5-6):
   sequence layers (`keras.layers.LSTM`, `hmkeras.MultiplicativeLSTM`,
   `hmkeras.HMLSTM`), faster, except the wrapped top layer, which is
   ``keras.layers.RNN(wrapper)`` (a wrapper is a cell); with
-  ``sequence_layer=False`` every layer is ``keras.layers.RNN(cell)``, as
-  before the option existed (configurations saved without it read so,
-  and their weight files, which name layers by class, keep loading);
+  ``sequence_layer=False`` every layer is ``keras.layers.RNN(cell)``;
 * dropout (`dropout`, 0.5 in the paper) on the non-recurrent connections
   only: the embedding output, between the layers and before the softmax;
 * tied embeddings (Press & Wolf; Section 6.1): the softmax weight `W_s` of

@@ -1,8 +1,6 @@
 """Tests of hmkeras.MultiplicativeLSTMCell (Krause et al. 2017, Eq. 17-21)."""
 
-import json
 import os
-import zipfile
 
 import keras
 import numpy as np
@@ -379,72 +377,6 @@ def test_config_round_trip_and_alias():
         assert clone.get_config() == config
         assert config["multiplicative_units"] == 3 and config["forget_bias"] == 2.0
         assert config["weight_normalization_scope"] == scope
-
-
-def test_config_saved_without_scope_keeps_the_old_behaviour():
-    """A configuration from before `weight_normalization_scope` existed
-    (no such key) normalized every matrix: it loads as "all", for the cell
-    and for the sequence layer, while a new cell defaults to "recurrent"."""
-    config = MultiplicativeLSTMCell(5, weight_normalization=True).get_config()
-    del config["weight_normalization_scope"]
-    old = MultiplicativeLSTMCell.from_config(config)
-    assert old.weight_normalization_scope == "all"
-    old.build((None, FEATURES))
-    assert "kernel_g" in [w.name for w in old.weights]
-    assert MultiplicativeLSTMCell(5).weight_normalization_scope == "recurrent"
-
-    layer_config = MultiplicativeLSTM(5, weight_normalization=True).get_config()
-    assert layer_config["weight_normalization_scope"] == "recurrent"
-    del layer_config["weight_normalization_scope"]
-    assert MultiplicativeLSTM.from_config(layer_config).weight_normalization_scope == "all"
-    # An explicit scope is kept as saved.
-    layer_config["weight_normalization_scope"] = "recurrent"
-    assert MultiplicativeLSTM.from_config(layer_config).weight_normalization_scope == (
-        "recurrent")
-
-
-def _drop_scope_from_keras_file(path):
-    """Rewrites a `.keras` file as an earlier version would have saved it."""
-    with zipfile.ZipFile(path) as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
-    removed = []
-
-    def drop(node):
-        if isinstance(node, dict):
-            if "weight_normalization_scope" in node:
-                removed.append(node.pop("weight_normalization_scope"))
-            for value in node.values():
-                drop(value)
-        elif isinstance(node, list):
-            for value in node:
-                drop(value)
-
-    config = json.loads(files["config.json"])
-    drop(config)
-    files["config.json"] = json.dumps(config).encode()
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return removed
-
-
-@pytest.mark.parametrize("sequence_layer", [False, True])
-def test_keras_file_saved_without_scope_loads_identically(tmp_path, sequence_layer):
-    kwargs = dict(weight_normalization=True, weight_normalization_scope="all")
-    if sequence_layer:
-        model = _char_model(MultiplicativeLSTM(5, return_sequences=True, **kwargs))
-    else:
-        model = _char_model(MultiplicativeLSTMCell(5, **kwargs))
-    tokens = _tokens()
-    expected = _np(model(tokens))
-    path = os.path.join(tmp_path, "old.keras")
-    model.save(path)
-    assert _drop_scope_from_keras_file(path) == ["all"]
-    loaded = keras.saving.load_model(path)
-    cell = loaded.layers[1].cell
-    assert cell.weight_normalization_scope == "all"
-    assert [w.name for w in cell.weights] == [w.name for w in model.layers[1].cell.weights]
-    np.testing.assert_array_equal(_np(loaded(tokens)), expected)
 
 
 def _char_model(cell, steps=6, vocab=11):
