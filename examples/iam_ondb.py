@@ -153,27 +153,14 @@ def load_data(s):
         references = {name: {"strokes": data.stroke_ends(name), "glyphs": data.glyph_ends(name)}
                       for name in ("validation", "test")}
         return splits, (data.mean, data.std), references, {"source": "embedded"}
-    import tensorflow_datasets as tfds
-
-    from hmkeras.data import iam_ondb
+    from hmkeras.data.iam_ondb import load_iam_ondb
     from hmkeras.data.sources import DatasetFilesNotFoundError
 
-    # The default config drops lines under 300 points (Chung et al.); another
-    # threshold is a custom config, prepared in its own directory.
-    config = ("default" if s["min_length"] == 300 else iam_ondb.IamOnDbConfig(
-        name=f"min_length_{s['min_length']}", min_length=s["min_length"]))
-    builder = iam_ondb.IamOnDb(config=config, data_dir=s["data_dir"])
     with flag_errors(DatasetFilesNotFoundError):
-        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-            manual_dir=os.path.expanduser(s["manual_dir"])))
-    splits = {name: iam_ondb.read_stroke_split(builder, name)
-              for name in ("train", "validation", "test")}
-    meta = builder.info.metadata
+        splits, stats, info = load_iam_ondb(s["manual_dir"], s["data_dir"], s["min_length"])
     references = {name: {"strokes": [seq[:, 2].astype(np.int32) for seq in splits[name]]}
                   for name in ("validation", "test")}
-    stats = (np.asarray(meta["offset_mean"]), np.asarray(meta["offset_std"]))
-    return splits, stats, references, {"source": meta.get("source"),
-                                       "num_lines": meta.get("num_lines")}
+    return splits, stats, references, info
 
 
 def line_batches(sequences, batch_size, order=None):
@@ -219,15 +206,19 @@ def train(s, model, splits):
                                                  verbose=int(s["verbose"] > 0)))
     # Last: the scalars of every epoch's logs, the slope and z rates included.
     callbacks.append(EpochSummaries(os.path.join(s["output_dir"], "logs"), skip=()))
-    train_lines, valid = splits["train"], line_batches(splits["validation"], s["batch_size"])
-    progress = train_epochs(
-        trainer, lambda epoch: line_batches(train_lines, s["batch_size"], np.random.default_rng(
-            [s["seed"], epoch]).permutation(len(train_lines))),
-        EpochSchedule(max_epochs=s["max_epochs"], learning_rate=s["learning_rate"],
-                      verbose=s["verbose"]), s["output_dir"],
-        validate=lambda trainer: {f"val_{name}": value for name, value in trainer.evaluate(
-            valid, verbose=0, return_dict=True).items()},
-        callbacks=callbacks)
+    valid = line_batches(splits["validation"], s["batch_size"])
+
+    def shuffled(epoch):  # the training lines in the seed's order of this epoch
+        order = np.random.default_rng([s["seed"], epoch]).permutation(len(splits["train"]))
+        return line_batches(splits["train"], s["batch_size"], order)
+
+    def validate(trainer):  # the logs of Keras' validation_data
+        logs = trainer.evaluate(valid, verbose=0, return_dict=True)
+        return {f"val_{name}": value for name, value in logs.items()}
+
+    schedule = EpochSchedule(max_epochs=s["max_epochs"], learning_rate=s["learning_rate"],
+                             verbose=s["verbose"])
+    progress = train_epochs(trainer, shuffled, schedule, s["output_dir"], validate, callbacks)
     stop_if_non_finite(progress)
     return progress["epoch"]
 

@@ -6,10 +6,11 @@ recurrent layers (`--cell=lstm|hmlstm|mlstm`), dropout on the non-recurrent
 connections, and on the top layer `--wrapper=none` (the plain LSTM-LM),
 `average` (`hmkeras.AveragingWrapper`, the paper's model) or `attention`
 (`hmkeras.AttentionWrapper`, the learned-attention baseline of Salton et al.
-2017). Training: SGD, gradient-norm clipping, the learning rate divided by
-`--lr_decay` at every epoch after `--decay_after` epochs, early stopping
-after `--patience` epochs without a better validation perplexity; the best
-weights are evaluated on validation and test. Every row is one sentence,
+2017). Training (`hmkeras.training.epoch_run`): SGD, gradient-norm
+clipping, the learning rate divided by `--lr_decay` at every epoch after
+`--decay_after` epochs, early stopping after `--patience` epochs without a
+better validation perplexity; the best weights are evaluated on validation
+and test. Every row is one sentence,
 cut / padded to `--seq_len` (35) tokens, with ``<eos>`` as first input and
 last target; batches of `--batch_size` (32) consecutive sentences; the RNN
 state starts from zeros in every batch.
@@ -43,7 +44,8 @@ Presets, by `--dataset` (flags given on the command line win):
 
 Everything goes to `--output_dir` (default ``runs/word_<dataset>_<cell>_
 <wrapper>``): ``checkpoints/`` (resumed automatically, per epoch: weights,
-optimizer, epoch, best validation perplexity), ``vocabulary.json``,
+optimizer, epoch, best validation perplexity and its weights, history),
+``run_kind.json``, ``vocabulary.json``,
 ``model_config.json``, ``settings.json``, ``results.json`` (validation and
 test perplexity; on the embedded corpus the entropy-rate floor) and, for
 the wrappers, ``attention.png`` (the weights over the earlier words of one
@@ -60,7 +62,9 @@ Examples:
 
 Rerunning into the same --output_dir resumes that run; flags that change the
 model or its data (`MODEL_FLAGS`) are refused there (use a new
---output_dir, or --overwrite). A bad flag value is one line on stderr.
+--output_dir, or --overwrite). A bad flag value is one line on stderr, and
+so is a non-finite training loss, which stops the run (naming the step and
+the last good checkpoint, never overwritten by a NaN state).
 """
 
 import json
