@@ -180,12 +180,13 @@ def _keep_best(model, schedule, progress, logs, best_path):
         raise ValueError(f"`monitor` must name one of the epoch's logs {sorted(logs)}. "
                          f"Received: monitor={schedule.monitor!r}")
     value, key = logs[schedule.monitor], f"best_{schedule.monitor}"
-    if progress[key] is None or value < progress[key]:
+    if math.isfinite(value) and (progress[key] is None or value < progress[key]):
         progress[key], progress["bad_epochs"] = value, 0
         model.save_weights(best_path)
-    else:
+    else:  # a NaN validation value is never the best
         progress["bad_epochs"] += 1
-    print(f"  {schedule.monitor} {value:.4g} (best {progress[key]:.4g})")
+    best = "none" if progress[key] is None else f"{progress[key]:.4g}"
+    print(f"  {schedule.monitor} {value:.4g} (best {best})")
     if schedule.patience and progress["bad_epochs"] >= schedule.patience:
         print("Early stopping.")
         progress["done"] = True

@@ -102,6 +102,8 @@ def test_sgd_trains_with_the_scheduled_rates_and_records_the_history(tmp_path):
     ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 9.0], 2, 3),
     # patience 0: never early, max_epochs.
     ([1.0] + [2.0] * 9, 0, 10),
+    # a NaN is never better (nor the best): 2.0 stays the best.
+    ([float("nan"), 2.0, float("nan"), float("nan"), 1.0, 1.0], 2, 4),
 ])
 def test_early_stopping_after_exactly_patience_bad_epochs(tmp_path, scores, patience,
                                                           stopped_after):
@@ -113,8 +115,9 @@ def test_early_stopping_after_exactly_patience_bad_epochs(tmp_path, scores, pati
                             str(tmp_path), validate=lambda m: calls.append(1) or validate(m))
     assert progress["epoch"] == len(calls) == stopped_after
     assert progress["done"] == (stopped_after < 10)
-    assert progress["best_val_score"] == min(scores[:stopped_after])
-    assert [h["val_score"] for h in progress["history"]] == scores[:stopped_after]
+    assert progress["best_val_score"] == np.nanmin(scores[:stopped_after])
+    np.testing.assert_array_equal([h["val_score"] for h in progress["history"]],
+                                  scores[:stopped_after])
     # A rerun of a stopped run trains no more.
     again = train_epochs(_linear(keras.optimizers.SGD()), _batches(X, Y, 12), schedule,
                          str(tmp_path), validate=validate)
