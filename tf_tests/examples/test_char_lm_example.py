@@ -199,6 +199,34 @@ def test_hierarchical_options_refused_for_other_cells():
     assert s["boundary_prior"] == "rate"
 
 
+def test_flags_fill_the_cell_options_of_the_chosen_cell():
+    """The model flags that are the cell's arguments become `cell_options`,
+    those of the chosen cell only; the model's own stay fields."""
+    hm = dict(boundary_mode="step", slope=1.0, layer_norm=True, top_down=True,
+              boundary_bias=0.0, dropout=0.0, recurrent_dropout=0.0)
+    config = char_lm_flags.model_config(
+        _settings("--cell=hmrnn", "--nolayer_norm", "--slope=2", "--dropout=0.1",
+                  "--boundary_mode=soft", "--l2=0.5"), 30)
+    assert config.cell_options == dict(hm, slope=2.0, layer_norm=False, dropout=0.1,
+                                       boundary_mode="soft")
+    assert (config.cell, config.vocab_size, config.l2) == ("hmrnn", 30, 0.5)
+    config = char_lm_flags.model_config(_settings("--copy_last", "--no_top_down"), 30)
+    assert config.cell_options == dict(hm, copy_last=True, top_down=False)
+    config = char_lm_flags.model_config(_settings("--preset=hutter_mlstm"), 30)
+    assert config.cell_options == dict(weight_normalization=True, dropout=0.2,
+                                       recurrent_dropout=0.2)
+    config = char_lm_flags.model_config(
+        _settings("--cell=mlstm", "--multiplicative_units=6"), 30)
+    assert config.cell_options["multiplicative_units"] == 6
+    config = char_lm_flags.model_config(_settings("--cell=lstm", "--recurrent_dropout=0.3"), 30)
+    assert config.cell_options == dict(dropout=0.0, recurrent_dropout=0.3)
+    # CopyLast is the HM-LSTM's: refused for the HM-RNN before TensorFlow loads.
+    with pytest.raises(ValueError, match="--copy_last applies to --cell=hmlstm only"):
+        _settings("--cell=hmrnn", "--copy_last")
+    assert char_lm_flags.model_config(
+        _settings("--cell=hmrnn", "--copy_last=false"), 30).cell_options == hm
+
+
 def test_presets_and_explicit_flags():
     s = _settings("--preset=hutter_mlstm")
     assert (s["cell"], s["units"], s["embedding_dim"], s["weight_norm"],
