@@ -96,12 +96,13 @@ def to_arrays(pairs, width):
     relation ids."""
     import numpy as np
 
+    from hmkeras.cells.recurrent_recursive_cell import RECUR
     from hmkeras.data import logic
 
     arrays = {}
     for side in ("left", "right"):
         tokens = np.zeros((len(pairs), width), np.int32)
-        operations = np.full((len(pairs), width), 2, np.int32)  # recur
+        operations = np.full((len(pairs), width), RECUR, np.int32)
         for row, pair in enumerate(pairs):
             sentence = getattr(pair, side)
             ids = logic.encode_sentence(sentence)

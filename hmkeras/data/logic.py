@@ -397,8 +397,13 @@ class LogicInferenceConfig(tfds.core.BuilderConfig):
                     f"`{field}` must be a positive integer. Received: {field}={value!r}")
 
     def size(self, split):
-        return {"train": self.train_size, "validation": self.valid_size,
-                "test": self.test_size}[split]
+        return getattr(self, self.size_field(split))
+
+    @staticmethod
+    def size_field(split):
+        """The attribute holding the size of `split`."""
+        return {"train": "train_size", "validation": "valid_size",
+                "test": "test_size"}[split]
 
 
 def write_pair_files(directory, config):
@@ -406,6 +411,10 @@ def write_pair_files(directory, config):
     `LogicInferenceConfig`; returns `{split name: path}` (``train_3``...).
 
     Each line is ``symbol<TAB>left<TAB>right`` (symbols: `RELATION_SYMBOLS`).
+
+    Raises:
+        ValueError: naming the size field (``test_size``, ...) when a bin
+            has fewer distinct pairs than asked for.
     """
     os.makedirs(directory, exist_ok=True)
     paths = {}
@@ -413,13 +422,23 @@ def write_pair_files(directory, config):
         for split in LOGIC_SPLITS:
             path = os.path.join(directory, _file_name(split, operations))
             pairs = generate_pairs(operations, split, config.size(split), config.seed)
-            with open(path + ".part", "w", encoding="utf-8") as f:
-                for pair in pairs:
-                    symbol = RELATION_SYMBOLS[RELATIONS.index(pair.relation)]
-                    f.write(f"{symbol}\t{pair.left}\t{pair.right}\n")
-            os.replace(path + ".part", path)
+            try:
+                _write_pairs(path, pairs)
+            except ValueError as error:
+                field = config.size_field(split)
+                raise ValueError(
+                    f"`{field}`={config.size(split)} is more than the {split} pairs "
+                    f"with {operations} operation(s) can give: {error}") from None
             paths[f"{split}_{operations}"] = path
     return paths
+
+
+def _write_pairs(path, pairs):
+    with open(path + ".part", "w", encoding="utf-8") as f:
+        for pair in pairs:
+            symbol = RELATION_SYMBOLS[RELATIONS.index(pair.relation)]
+            f.write(f"{symbol}\t{pair.left}\t{pair.right}\n")
+    os.replace(path + ".part", path)
 
 
 def read_pair_file(path):

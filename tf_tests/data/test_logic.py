@@ -178,6 +178,11 @@ def test_files_round_trip_and_bad_files(tmp_path):
         split, n = name.rsplit("_", 1)
         assert list(logic.read_pair_file(path)) == list(
             logic.generate_pairs(int(n), split, config.size(split), seed=2))
+    # A bin of one operation has about 570 distinct test pairs.
+    too_big = logic.LogicInferenceConfig(name="big", operations=(1,), train_size=5,
+                                         valid_size=5, test_size=3000)
+    with pytest.raises(ValueError, match="`test_size`=3000 is more than the test pairs"):
+        logic.write_pair_files(str(tmp_path / "big"), too_big)
     bad = tmp_path / "bad.tsv"
     for text, message in [("<\t( a and b )\t( a and c )\n", "labelled '<'"),
                           ("?\t( a and b )\ta\n", "unknown relation"),
