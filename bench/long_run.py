@@ -141,8 +141,8 @@ def main(argv):
     config = CharLanguageModelConfig(
         vocab_size=len(vocab), cell="hmlstm", units=args.units,
         num_layers=args.num_layers, embedding_dim=args.embedding_dim,
-        output="gated", output_units=args.output_units, layer_norm=True,
-        seed=args.seed)
+        output="gated", output_units=args.output_units,
+        cell_options=dict(layer_norm=True), seed=args.seed)
     lm = CharLanguageModel(config)
     trainer = hmkeras.TruncatedBPTTModel(lm, args.batch_size)
     trainer.compile(keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clip_norm),
@@ -183,7 +183,7 @@ def main(argv):
                 write(complete=False)
 
     slope = hmkeras.SlopeAnnealing(
-        lambda epoch: min(args.slope_max, config.slope + args.slope_rate * epoch))
+        lambda epoch: min(args.slope_max, lm.hierarchical_cell.initial_slope + args.slope_rate * epoch))
     print(f"{lm.count_params():,} parameters; {batches.num_batches} batches per epoch; "
           f"learning rate {args.learning_rate:g}, clip norm {args.clip_norm:g}.", flush=True)
     epoch = 0

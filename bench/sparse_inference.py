@@ -150,7 +150,7 @@ def untrained_model(units):
 
     model = CharLanguageModel(
         vocab_size=_VOCAB_SIZE, cell=FLAGS.untrained_cell, units=units,
-        layer_norm=FLAGS.untrained_layer_norm, output_units=units,
+        cell_options=dict(layer_norm=FLAGS.untrained_layer_norm), output_units=units,
         seed=FLAGS.untrained_seed,
     )
     rates = [float(r) for r in FLAGS.boundary_rates]

@@ -53,8 +53,9 @@ TINY = dict(
     excerpt_chars=120, multiplicative_units=0, text_chars=3_000,
 )
 DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_file")
-# The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS,
-# BOUNDARY_MODES), spelled out so that flags are checked before TensorFlow loads.
+# The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS) and of
+# the hierarchical cells (hmkeras.cells.hierarchical_cell.BOUNDARY_MODES),
+# spelled out so that flags are checked before TensorFlow loads.
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
@@ -255,6 +256,11 @@ def resolve_settings(flag_values):
                 )
             settings[name] = flag_values[name].default
         settings["top_down"] = True
+    if settings["cell"] == "hmrnn" and settings["copy_last"]:
+        raise FlagError(
+            "--copy_last applies to --cell=hmlstm only (Kadar et al.'s CopyLast; "
+            "hmrnn has no cell state). Received: --cell=hmrnn "
+            f"--copy_last={settings['copy_last']!r}")
     if settings["cell"] == "mlstm":
         if flag_values["num_layers"].present and settings["num_layers"] != 1:
             raise FlagError(
@@ -333,6 +339,32 @@ UNCOMPARED_FLAGS = ("preset", "tiny", "no_top_down", "overwrite", "output_dir")
 DATA_FLAGS = ("dataset", "text_file", "valid_file", "test_file", "text_chars")
 
 
+# The flags that are options of each cell (`cell_options`, the cell's own
+# arguments), by argument name; the other model flags are the model's.
+_SHARED_OPTION_FLAGS = {"dropout": "dropout", "recurrent_dropout": "recurrent_dropout"}
+_HIERARCHICAL_OPTION_FLAGS = {
+    "boundary_mode": "boundary_mode", "slope": "slope", "layer_norm": "layer_norm",
+    "top_down": "top_down", "boundary_bias": "boundary_bias", **_SHARED_OPTION_FLAGS,
+}
+CELL_OPTION_FLAGS = {
+    "hmlstm": dict(_HIERARCHICAL_OPTION_FLAGS, copy_last="copy_last"),
+    "hmrnn": _HIERARCHICAL_OPTION_FLAGS,
+    "lstm": _SHARED_OPTION_FLAGS,
+    "mlstm": dict(_SHARED_OPTION_FLAGS, weight_normalization="weight_norm",
+                  multiplicative_units="multiplicative_units"),
+}
+
+
+def cell_options(s):
+    """The `cell_options` of the settings `s`: the values of the flags that
+    are the chosen cell's arguments (`CELL_OPTION_FLAGS`);
+    --multiplicative_units=0 leaves the mLSTM's own default (`units`)."""
+    options = {name: s[flag] for name, flag in CELL_OPTION_FLAGS[s["cell"]].items()}
+    if options.get("multiplicative_units") == 0:
+        del options["multiplicative_units"]
+    return options
+
+
 def model_config(s, vocab_size):
     """The `CharLanguageModelConfig` of the settings `s`."""
     from hmkeras.models.char_language_model import CharLanguageModelConfig
@@ -341,12 +373,7 @@ def model_config(s, vocab_size):
         vocab_size=vocab_size, cell=s["cell"], units=s["units"],
         num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
         output=s["output"], output_units=s["output_units"],
-        boundary_mode=s["boundary_mode"], slope=s["slope"],
-        layer_norm=s["layer_norm"], top_down=s["top_down"], copy_last=s["copy_last"],
-        boundary_bias=s["boundary_bias"], **prior_arguments(s),
-        weight_normalization=s["weight_norm"], dropout=s["dropout"],
-        recurrent_dropout=s["recurrent_dropout"],
-        multiplicative_units=s["multiplicative_units"], l2=s["l2"], seed=s["seed"],
+        cell_options=cell_options(s), **prior_arguments(s), l2=s["l2"], seed=s["seed"],
     )
 
 

@@ -243,10 +243,12 @@ def run(s):
         export_handwriting_step_model, generate_strokes)
 
     keras.utils.set_random_seed(s["seed"])
+    # --layer_norm is an option of the HM-LSTM (`cell_options`); the LSTM has none.
+    options = dict(layer_norm=s["layer_norm"]) if s["cell"] == "hmlstm" else {}
     config = HandwritingModelConfig(
         cell=s["cell"], units=s["units"], num_layers=s["num_layers"],
         output_units=s["output_units"], num_components=s["num_components"],
-        layer_norm=s["layer_norm"], seed=s["seed"])
+        cell_options=options, seed=s["seed"])
     model = HandwritingModel(config)
     write_run_files(out_dir, model.config, s, kind="handwriting")
     print(f"{s['cell']}: {model.count_params():,} parameters; "

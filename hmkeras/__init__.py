@@ -55,6 +55,7 @@ from hmkeras.models import CharLanguageModelConfig
 from hmkeras.models import ExpressionModel
 from hmkeras.models import HandwritingModel
 from hmkeras.models import HandwritingModelConfig
+from hmkeras.models import PairClassifier
 from hmkeras.models import RecurrentRecursiveLanguageModel
 from hmkeras.models import RecurrentRecursiveLanguageModelConfig
 from hmkeras.models import TiedEmbedding
@@ -83,6 +84,7 @@ __all__ = [
     "CharLanguageModelConfig",
     "EvaluationResult",
     "ExpressionModel",
+    "PairClassifier",
     "GatedOutputEmbedding",
     "HMLSTM",
     "HMLSTMCell",

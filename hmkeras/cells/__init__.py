@@ -2,8 +2,10 @@
 
 * `HMLSTMCell`, `HMRNNCell`: the hierarchical multiscale cells (Chung et
   al. 2017; Kadar et al. 2018) on the shared `HierarchicalCell` machinery
-  (`hierarchical_cell`), with the straight-through boundary estimators
-  (`straight_through`) and the HM-LSTM's masked update
+  (`hierarchical_cell`; a layer's weights `layer_weights`, products
+  `layer_products`, masks and step `layer_step`; sizes and state / output
+  layout `hierarchy_layout`), with the straight-through boundary
+  estimators (`straight_through`) and the HM-LSTM's masked update
   (`masked_lstm_update`).
 * `MultiplicativeLSTMCell` (alias `MLSTMCell`; Krause et al. 2017) with its
   weight normalization (`weight_normalization`).

@@ -1,70 +1,50 @@
-"""Hierarchy machinery shared by the hierarchical multiscale cells.
+"""`HierarchicalCell`: the hierarchy that `HMLSTMCell` and `HMRNNCell` share.
 
-`HierarchicalCell` is the base of `HMLSTMCell` and `HMRNNCell`.  It owns
-everything the two cells have in common (Chung et al. 2017, Sec. 3.2;
-Kadar et al. 2018, Appendix A and B):
+It owns what the two cells have in common (Chung et al. 2017, Sec. 3.2;
+Kadar et al. 2018, Appendix A and B): the argument checks, the
+non-trainable `slope` of the hard sigmoid, the boundary detectors
+(`"step"`, `"sample"`, `"soft"`; Chung Eq. 8-9), the unroll over the
+layers of one step (bottom first) with each layer's COPY / UPDATE / FLUSH
+masks (Chung Eq. 2-3) and the configuration.  A layer's weights come from
+`layer_weights`, its products for a sequence from `layer_products`, its
+masks and what its update reads from `layer_step`, the layer sizes and
+the state and output layout from `hierarchy_layout`:
 
-* the argument checks and the per-layer sizes,
-* the non-trainable `slope` weight of the hard sigmoid,
-* the boundary detectors (`"step"`, `"sample"`, `"soft"`),
-* the UPDATE / COPY / FLUSH masks of every layer,
-* the unroll over layers inside one time step (bottom first),
-* the state layout, the output layout and `split_outputs`,
-* the configuration.
+    state:  [h^1, (extra^1...), ..., h^L, (extra^L...), z_{t-1}]
+    output: [h^1 | ... | h^L | z^1 ... z^{L-1}]
 
-A layer's weights are made by `layer_weights`; its products (the kernels,
-their transposes, the layer-normalization constants, the boundary column
-of a COPY) by a `layer_products.LayerProducts`, one per layer and
-sequence.  A subclass only says what one layer computes at one step:
-which weights a layer has (`_build_layer`), what state it carries besides
-`h` (`_extra_states_per_layer`), how the boundaries gate its products
-(`_product_gates`) and its update (`_layer_step`, which reads a
-`LayerStep`).
+A subclass only says what one layer computes at one step: its weights
+(`_build_layer`), the state it carries besides `h`
+(`_extra_states_per_layer`; the HM-LSTM's `c^l`), how the boundaries gate
+its products (`_product_gates`) and its update (`_layer_step`, which
+reads a `LayerStep`).
 
-State layout (a flat list, as `keras.layers.RNN` wants it):
-`[h^1, (extra^1...), h^2, (extra^2...), ..., h^L, (extra^L...), z]` where
-`z` has shape `(batch, L - 1)` and holds the boundaries of the previous step
-(`z_{t-1}^1 ... z_{t-1}^{L-1}`).  For the HM-LSTM the extra state of a layer
-is its cell state `c^l`.
+Example:
 
-Output layout (one tensor per step):
-`[h^1 | h^2 | ... | h^L | z^1 ... z^{L-1}]`.
-
-Masks (Kadar et al. Appendix A, Eq. 10-12; Chung et al. Eq. 2-3), with
-`z_t^0 = 1` (the input is never skipped) and no boundary on the top layer:
-
-    flush  = z_{t-1}^l
-    update = (1 - z_{t-1}^l) * z_t^{l-1}
-    copy   = (1 - z_{t-1}^l) * (1 - z_t^{l-1})
-
-The masks are arithmetic, so in the discrete modes COPY keeps the state
-bit for bit (`1 * prev + 0 * new`) and gradients reach `z` through the
-masks as well as through the gated inputs.
-
-Example (rows: FLUSH, UPDATE, COPY):
-
->>> import tensorflow as tf
->>> ops = layer_operations(z_previous=tf.constant([[1.0], [0.0], [0.0]]),
-...                        z_below=tf.constant([[0.0], [1.0], [0.0]]))
->>> [m.numpy().ravel().tolist() for m in (ops.flush, ops.update, ops.copy)]
-[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+>>> import numpy as np, hmkeras
+>>> cell = hmkeras.HMLSTMCell([4, 3])
+>>> isinstance(cell, HierarchicalCell), cell.state_size, cell.output_size
+(True, [4, 4, 3, 3, 1], 8)
+>>> y, states = cell(np.ones((2, 5), "float32"), cell.get_initial_state(2))
+>>> hiddens, boundaries = cell.split_outputs(y)
+>>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+([(2, 4), (2, 3)], (2, 1))
 """
 
-import collections
-import dataclasses
-from typing import Any
-
 import keras
-import numpy as np
 import tensorflow as tf
 
 from hmkeras import argument_checks
+from hmkeras.cells import hierarchy_layout
 from hmkeras.cells import sparse_update
 from hmkeras.cells import straight_through
 from hmkeras.cells.layer_products import LayerProducts
 from hmkeras.cells.layer_products import ProductInputs
 from hmkeras.cells.layer_products import ProductOptions
 from hmkeras.cells.layer_search import find_layers
+from hmkeras.cells.layer_step import LayerStep
+from hmkeras.cells.layer_step import StepContext
+from hmkeras.cells.layer_step import layer_operations
 from hmkeras.cells.sequence_layer import apply_to_steps
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 
@@ -80,130 +60,6 @@ _KERAS_OBJECTS = tuple(
     )
     for weights in names
 )
-
-LayerOperations = collections.namedtuple(
-    "LayerOperations", ["flush", "update", "copy"]
-)
-LayerOperations.__doc__ = """Masks of shape `(batch, 1)` choosing the operation of one layer.
-
-`None` stands for a mask that is identically zero: the bottom layer never
-COPYs (`copy is None`) and the top layer never FLUSHes (`flush is None`).
-`update` is never `None`.
-"""
-
-
-def blend_copy(copy, previous, candidate):
-    """`copy * previous + (1 - copy) * candidate` (Kadar Eq. 11-12).
-
-    Exact in the discrete modes: with `copy == 1` it returns `previous` bit
-    for bit, with `copy == 0` it returns `candidate`.  `copy=None` means no
-    COPY is possible and returns `candidate` unchanged.
-    """
-    if copy is None:
-        return candidate
-    return copy * previous + (1.0 - copy) * candidate
-
-
-def layer_operations(z_previous, z_below):
-    """UPDATE / COPY / FLUSH masks of one layer (Chung et al. Eq. 2).
-
-    Args:
-        z_previous: `z_{t-1}^l`, shape `(batch, 1)`, or `None` for the top
-            layer, which has no boundary detector.
-        z_below: `z_t^{l-1}`, shape `(batch, 1)`, or `None` for the bottom
-            layer (`z_t^0 = 1`).
-
-    Returns:
-        A `LayerOperations`.
-    """
-    if z_previous is None and z_below is None:
-        raise ValueError("A layer needs a boundary below or above it.")
-    if z_previous is None:  # top layer: UPDATE when the layer below ends
-        return LayerOperations(flush=None, update=z_below, copy=1.0 - z_below)
-    if z_below is None:  # bottom layer: FLUSH or UPDATE, never COPY
-        return LayerOperations(flush=z_previous, update=1.0 - z_previous, copy=None)
-    not_flush = 1.0 - z_previous
-    return LayerOperations(
-        flush=z_previous,
-        update=not_flush * z_below,
-        copy=not_flush * (1.0 - z_below),
-    )
-
-
-def resolve_layer_sizes(units, num_layers):
-    """Per-layer sizes from `units` (int or list) and `num_layers`.
-
-    NumPy integers are accepted and returned as Python ints.
-    """
-    num_layers = argument_checks.check_int(
-        "num_layers", num_layers, minimum=2, allow_none=True
-    )
-    if isinstance(units, (list, tuple, np.ndarray)):
-        sizes = argument_checks.check_int_list("units", units)
-        if num_layers is not None and num_layers != len(sizes):
-            raise ValueError(
-                "`units` given as a list must have one size per layer: "
-                f"len(units)={len(sizes)} but num_layers={num_layers!r}."
-            )
-    else:
-        try:
-            size = argument_checks.check_positive_int("units", units)
-        except ValueError:
-            raise ValueError(
-                "`units` must be a positive integer or a non-empty list of "
-                f"positive integers (one per layer). Received: units={units!r}"
-            ) from None
-        sizes = [size] * (3 if num_layers is None else num_layers)
-    if len(sizes) < 2:  # only a one-size list gets here
-        raise ValueError(
-            "`units` given as a list needs one size per layer, and a "
-            "hierarchy at least two layers (`num_layers` >= 2: a boundary "
-            f"between two layers). Received: units={units!r}"
-        )
-    return sizes
-
-
-@dataclasses.dataclass(frozen=True)
-class LayerStep:
-    """What one layer reads at one step (the argument of `_layer_step`).
-
-    `index`: 0-based layer index.  `state`: the layer's previous state
-    list, `h^l_{t-1}` first.  `inputs`: the `ProductInputs` of its
-    products.  `z_below`: `z^{l-1}_t`, `(batch, 1)`, or `None` at the
-    bottom.  `z_previous`: `z^l_{t-1}`, or `None` for the top layer.
-    `ops`: the layer's `LayerOperations`.  `products`: its
-    `LayerProducts` for the sequence.
-    """
-
-    index: int
-    state: list
-    inputs: ProductInputs
-    z_below: Any
-    z_previous: Any
-    ops: LayerOperations
-    products: LayerProducts
-
-    @property
-    def is_top(self):
-        return self.z_previous is None
-
-
-@dataclasses.dataclass(frozen=True)
-class StepContext:
-    """What every layer of one step shares (`HierarchicalCell._step`).
-
-    `z_previous`: `z^l_{t-1}` of the layers below the top; `recurrent`:
-    every `h^l_{t-1}` as it enters the products (with its recurrent dropout
-    mask); `products`: the `LayerProducts` of every layer; `sparse`:
-    whether COPYing layers are skipped (`sparse_update`).
-    """
-
-    training: bool
-    sparse: bool
-    slope: Any
-    z_previous: list
-    recurrent: list
-    products: tuple
 
 
 class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
@@ -256,7 +112,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = resolve_layer_sizes(units, num_layers)
+        self.units = hierarchy_layout.resolve_layer_sizes(units, num_layers)
         # Variational dropout (one mask per sequence), shared machinery: the
         # input mask drops x_t, the recurrent masks drop h^l_{t-1} where it
         # enters a product (recurrent and top-down), as in Keras' LSTMCell;
@@ -289,11 +145,10 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         self.kernel_constraint = keras.constraints.get(kernel_constraint)
         self.recurrent_constraint = keras.constraints.get(recurrent_constraint)
         self.bias_constraint = keras.constraints.get(bias_constraint)
-        self.state_size = []
-        for size in self.units:
-            self.state_size.extend([size] * (1 + self._extra_states_per_layer))
-        self.state_size.append(self.num_layers - 1)
-        self.output_size = sum(self.units) + self.num_layers - 1
+        self.state_size = hierarchy_layout.state_sizes(
+            self.units, 1 + self._extra_states_per_layer
+        )
+        self.output_size = hierarchy_layout.output_size(self.units)
 
     # ------------------------------------------------------------------
     # Building
@@ -475,8 +330,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
     def _layer_state(self, states, index):
         """Layer `index`'s slice of the flat state list, `h^l` first."""
-        per_layer = 1 + self._extra_states_per_layer
-        return list(states[index * per_layer : (index + 1) * per_layer])
+        return hierarchy_layout.layer_state(states, index, 1 + self._extra_states_per_layer)
 
     def _unroll_layers(self, inputs, projected, states, context):
         """The layers of one step, bottom first (Chung et al. Sec. 3.2)."""
@@ -524,7 +378,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         ]
 
     # ------------------------------------------------------------------
-    # Output layout
+    # Outputs and configuration
     # ------------------------------------------------------------------
     def split_outputs(self, outputs):
         """Split outputs into `(hiddens, boundaries)`.
@@ -543,30 +397,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             `hiddens`: a list of `num_layers` tensors `(..., units_l)`,
             bottom first; `boundaries`: one tensor `(..., num_layers - 1)`.
         """
-        if isinstance(outputs, (list, tuple)):
-            if not outputs:
-                raise ValueError(
-                    "`outputs` must be a tensor of last dimension output_size="
-                    f"{self.output_size}, or the list [outputs, *states] of "
-                    "an RNN with return_state=True. Received: an empty "
-                    f"{type(outputs).__name__}."
-                )
-            outputs = outputs[0]  # RNN(..., return_state=True): [outputs, *states]
-        if not hasattr(outputs, "shape"):
-            outputs = keras.ops.convert_to_tensor(outputs)
-        if len(outputs.shape) < 1 or (
-            outputs.shape[-1] is not None and outputs.shape[-1] != self.output_size
-        ):
-            raise ValueError(
-                f"`outputs` must have last dimension output_size="
-                f"{self.output_size}. Received: shape={tuple(outputs.shape)}"
-            )
-        pieces = keras.ops.split(
-            outputs,
-            list(_cumulative(self.units + [self.num_layers - 1]))[:-1],
-            axis=-1,
-        )
-        return list(pieces[:-1]), pieces[-1]
+        return hierarchy_layout.split_outputs(outputs, self.units)
 
     def get_config(self):
         config = {
@@ -587,13 +418,6 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         }
         base = super().get_config()
         return {**base, **config}
-
-
-def _cumulative(sizes):
-    total = 0
-    for size in sizes:
-        total += size
-        yield total
 
 
 def find_hierarchical_cells(model_or_layer):

@@ -5,8 +5,8 @@ import tensorflow as tf
 
 from hmkeras.cells import layer_weights
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
-from hmkeras.cells.hierarchical_cell import blend_copy
 from hmkeras.cells.layer_products import ProductGates
+from hmkeras.cells.layer_step import blend_copy
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")

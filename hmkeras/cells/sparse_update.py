@@ -214,7 +214,7 @@ def skip_copying_layer(layer_step, step, counter):
     Args:
         layer_step: The cell's update of one layer, `step -> (new_state,
             boundary_preactivation)`.
-        step: The layer's `LayerStep` (`hierarchical_cell`).
+        step: The layer's `LayerStep` (`layer_step`).
         counter: The cell's `UpdateCounter`.
     """
     if step.ops.copy is None:  # the bottom layer

@@ -24,6 +24,11 @@
 * Math expressions (Jacob et al. 2018): the TFDS builder `Mee` ("mee",
   generated locally; `MeeConfig` sizes) and the plain-Python stream
   `generate_mee_expressions` (`mee.generate_expressions`).
+* Logical inference (Bowman et al. 2015; Jacob et al. 2018, Sec. 3.2): the
+  TFDS builder `LogicInference` ("logic_inference", over tab-separated
+  files it generates; `LogicInferenceConfig` sizes) and the plain-Python
+  stream `generate_logic_pairs` (`logic.generate_pairs`), labels computed
+  exactly over the 64 truth assignments.
 * Handwriting: the TFDS builder `IamOnDb` ("iam_ondb", manual download;
   `IamOnDbConfig`, `read_stroke_split`) and the embedded offline stroke set
   `SyntheticStrokes` (glyph lines with known stroke and glyph boundaries);
@@ -73,6 +78,9 @@ from hmkeras.data.word_vocabulary import WordVocabulary
 from hmkeras.data.mee import Mee
 from hmkeras.data.mee import MeeConfig
 from hmkeras.data.mee import generate_expressions as generate_mee_expressions
+from hmkeras.data.logic import LogicInference
+from hmkeras.data.logic import LogicInferenceConfig
+from hmkeras.data.logic import generate_pairs as generate_logic_pairs
 from hmkeras.data.iam_ondb import IamOnDb
 from hmkeras.data.iam_ondb import IamOnDbConfig
 from hmkeras.data.iam_ondb import read_stroke_split
@@ -112,6 +120,9 @@ __all__ = [
     "Mee",
     "MeeConfig",
     "generate_mee_expressions",
+    "LogicInference",
+    "LogicInferenceConfig",
+    "generate_logic_pairs",
     "IamOnDb",
     "IamOnDbConfig",
     "SyntheticStrokes",

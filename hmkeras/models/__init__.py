@@ -12,6 +12,10 @@
 * `ExpressionModel`: encoder (LSTM or RRNet, supervised / REINFORCE /
   random trees) -> two-digit decoder LSTM for the MEE task (Jacob et al.
   2018), with the policy losses in its training step.
+* `PairClassifier`: a shared sentence encoder (LSTM or RRNet with the
+  ground-truth or random trees) -> `[u; v; u - v; u * v]` -> tanh ->
+  softmax over the seven relations of the logical-inference task (Jacob
+  et al. 2018, Sec. 3.2).
 * `RecurrentRecursiveLanguageModel` / `RecurrentRecursiveLanguageModelConfig`:
   the RRNet word LM of Jacob et al. (2018) Sec. 3.3 (tied embedding ->
   RRNet -> tied softmax), its tree policy trained by REINFORCE with
@@ -23,6 +27,7 @@ from hmkeras.models.char_language_model import CharLanguageModelConfig
 from hmkeras.models.expression_model import ExpressionModel
 from hmkeras.models.handwriting_model import HandwritingModel
 from hmkeras.models.handwriting_model import HandwritingModelConfig
+from hmkeras.models.pair_classifier import PairClassifier
 from hmkeras.models.rrnet_language_model import RecurrentRecursiveLanguageModel
 from hmkeras.models.rrnet_language_model import RecurrentRecursiveLanguageModelConfig
 from hmkeras.models.tied_embedding import TiedEmbedding
@@ -35,6 +40,7 @@ __all__ = [
     "ExpressionModel",
     "HandwritingModel",
     "HandwritingModelConfig",
+    "PairClassifier",
     "RecurrentRecursiveLanguageModel",
     "RecurrentRecursiveLanguageModelConfig",
     "TiedEmbedding",

@@ -61,54 +61,43 @@ from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import FORMS as PRIOR_FORMS
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
-from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.hm_rnn import HMRNN
-from hmkeras.cells.hm_rnn_cell import HMRNNCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
-from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
-from hmkeras.cells.multiplicative_lstm_cell import WEIGHT_NORMALIZATION_SCOPES
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
+from hmkeras.models.cell_options import CELL_CLASSES
+from hmkeras.models.cell_options import check_cell_options
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 
-CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
+CELLS = tuple(CELL_CLASSES)
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
 OUTPUTS = ("gated", "simple", "none")
-BOUNDARY_MODES = ("step", "sample", "soft")
+# The sequence layer of every cell (`CELL_CLASSES` has the cells).
+SEQUENCE_LAYERS = {
+    "hmlstm": HMLSTM,
+    "hmrnn": HMRNN,
+    "lstm": keras.layers.LSTM,
+    "mlstm": MultiplicativeLSTM,
+}
 
 
 def check_recurrent_fields(config, positive=("units", "num_layers")):
     """Checks and normalizes, in place, the fields of the recurrent part
     that `CharLanguageModelConfig` and the configurations built like it
-    share (`HandwritingModelConfig`): cell, sizes, boundary options,
+    share (`HandwritingModelConfig`): cell, sizes, output module, the
+    cell's options (`cell_options`, checked by the cell itself),
     regularization, seed. `positive` names the fields that must be
     positive integers."""
     checks = argument_checks
     config.cell = checks.check_choice("cell", config.cell, CELLS)
     config.output = checks.check_choice("output", config.output, OUTPUTS)
-    config.boundary_mode = checks.check_choice(
-        "boundary_mode", config.boundary_mode, BOUNDARY_MODES
-    )
     for name in positive:
         setattr(config, name, checks.check_positive_int(name, getattr(config, name)))
-    for name in ("output_units", "multiplicative_units"):
-        setattr(config, name, checks.check_int(name, getattr(config, name), minimum=0))
-    for name in ("layer_norm", "top_down", "copy_last", "weight_normalization",
-                 "sequence_layer"):
-        setattr(config, name, checks.check_bool(name, getattr(config, name)))
-    config.weight_normalization_scope = checks.check_choice(
-        "weight_normalization_scope", config.weight_normalization_scope,
-        tuple(WEIGHT_NORMALIZATION_SCOPES),
-    )
-    config.slope = checks.check_float(
-        "slope", config.slope, minimum=0, exclusive_minimum=True
-    )
-    config.boundary_bias = checks.check_float("boundary_bias", config.boundary_bias)
+    config.output_units = checks.check_int("output_units", config.output_units, minimum=0)
+    config.sequence_layer = checks.check_bool("sequence_layer", config.sequence_layer)
     config.l2 = checks.check_float("l2", config.l2, minimum=0)
-    for name in ("dropout", "recurrent_dropout"):
-        setattr(config, name, checks.check_rate(name, getattr(config, name)))
     config.seed = checks.check_int("seed", config.seed, allow_none=True)
     if config.cell in HIERARCHICAL_CELLS and config.num_layers < 2:
         raise ValueError(
@@ -120,6 +109,9 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
             "`output_units` must be a positive integer when output is "
             f"{config.output!r}. Received: output_units={config.output_units!r}"
         )
+    config.cell_options = check_cell_options(
+        config.cell, config.cell_options, config.units, config.num_layers
+    )
 
 
 @dataclasses.dataclass
@@ -135,10 +127,21 @@ class CharLanguageModelConfig(JsonConfig):
         embedding_dim: Input embedding size (128 in Chung et al.).
         output: One of `OUTPUTS`.
         output_units: Output embedding size (512 in Chung et al.).
-        boundary_mode, slope, layer_norm, top_down, copy_last: Options of
-            the hierarchical cells (Kadar et al. Table 2 ablations).
-        boundary_bias: Initial bias of the boundary detectors (an
-            extension; 0 in the papers).
+        cell_options: The options of the cell, a dict of its own
+            constructor arguments (`hmkeras.models.cell_options`): for
+            `"hmlstm"` / `"hmrnn"` those of `HMLSTMCell` / `HMRNNCell`
+            (`boundary_mode`, `slope`, `layer_norm`, `top_down`,
+            `copy_last`, `boundary_bias`, `dropout`, ...: Kadar et al.
+            Table 2's ablations), for `"mlstm"` those of
+            `MultiplicativeLSTMCell` (`weight_normalization`,
+            `multiplicative_units`, `dropout`, ...), for `"lstm"` those of
+            `keras.layers.LSTMCell`. An option left out takes the cell's
+            own default (the model adds none: `layer_norm=True` for the
+            hierarchical cells, as in Chung et al.); the cell checks the
+            values. The model sets `units`, `num_layers`, `seed` and, from
+            `l2`, the kernel and recurrent regularizers itself; those and
+            names the cell does not take are refused. Stored as the cell's
+            `get_config()` writes them.
         boundary_prior: The form of the `BoundaryPrior` added to the
             training loss of the hierarchical cells, `"rate"` (default)
             or `"binomial"`; None for the papers' model (no prior). Ignored by
@@ -146,13 +149,6 @@ class CharLanguageModelConfig(JsonConfig):
         segment_lengths: The prior's expected segment length per boundary
             layer (None: the defaults, `(5, 15)` for three layers);
             hierarchical cells only.
-        weight_normalization: Weight normalization of the mLSTM (Krause
-            et al.).
-        weight_normalization_scope: Its kernels: `"recurrent"` (Krause et
-            al. Sec. 4.2, the default) or `"all"` (the input kernel too).
-        dropout, recurrent_dropout: Variational dropout rates in [0, 1)
-            of the cells' inputs and recurrent states.
-        multiplicative_units: Size of the mLSTM's `m_t` (0: `units`).
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initializers (None: random).
         sequence_layer: Build the cell's sequence layer (`HMLSTM`, `HMRNN`,
@@ -162,8 +158,16 @@ class CharLanguageModelConfig(JsonConfig):
             class).
 
     Every field is checked when the configuration is made (a `ValueError`
-    naming the field); NumPy scalars are accepted and stored as Python
-    numbers, so `to_json` always works.
+    naming the field, or for `cell_options` the cell's own error naming
+    the option); NumPy scalars are accepted and stored as Python numbers,
+    so `to_json` always works.
+
+    Example:
+
+    >>> config = CharLanguageModelConfig(
+    ...     vocab_size=50, cell="hmrnn", cell_options={"layer_norm": False})
+    >>> CharLanguageModelConfig.from_json(config.to_json()) == config
+    True
     """
 
     vocab_size: int
@@ -173,19 +177,9 @@ class CharLanguageModelConfig(JsonConfig):
     embedding_dim: int = 128
     output: str = "gated"
     output_units: int = 512
-    boundary_mode: str = "step"
-    slope: float = 1.0
-    layer_norm: bool = True
-    top_down: bool = True
-    copy_last: bool = False
-    boundary_bias: float = 0.0
+    cell_options: dict = dataclasses.field(default_factory=dict)
     boundary_prior: str = "rate"
     segment_lengths: list = None
-    weight_normalization: bool = False
-    weight_normalization_scope: str = "recurrent"
-    dropout: float = 0.0
-    recurrent_dropout: float = 0.0
-    multiplicative_units: int = 0
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
@@ -291,60 +285,35 @@ class CharLanguageModel:
 
         Every layer returns its sequence and states; it is the cell's
         sequence layer or, with `sequence_layer=False`, `RNN(cell)`
-        (`recurrent_layer`). Their cells are `layer.cell`.
+        (`recurrent_layer`). Their cells are `layer.cell`, made from
+        `cell_options` and the model's own arguments (`MODEL_ARGUMENTS`).
         """
         c = self.config
         reg = self._regularizer()
+        arguments = dict(
+            c.cell_options, kernel_regularizer=reg, recurrent_regularizer=reg,
+            seed=c.seed,
+        )
 
-        def layer(index, cell_class, layer_class, *args, **kwargs):
+        def layer(index, *args, **kwargs):
             return recurrent_layer(
-                cell_class, layer_class, *args, sequence_layer=c.sequence_layer,
-                name=f"rnn_{index + 1}", **kwargs,
+                CELL_CLASSES[c.cell], SEQUENCE_LAYERS[c.cell], *args,
+                sequence_layer=c.sequence_layer, name=f"rnn_{index + 1}",
+                **arguments, **kwargs,
             )
 
         if c.cell in HIERARCHICAL_CELLS:
-            options = dict(
-                num_layers=c.num_layers, boundary_mode=c.boundary_mode,
-                slope=float(c.slope), layer_norm=c.layer_norm,
-                top_down=c.top_down, boundary_bias=float(c.boundary_bias), kernel_regularizer=reg,
-                recurrent_regularizer=reg, dropout=c.dropout,
-                recurrent_dropout=c.recurrent_dropout, seed=c.seed,
-            )
-            if c.sequence_layer:
-                # The model adds the prior to its training loss itself
-                # (`boundary_prior`), with either kind of layer.
-                options["boundary_prior"] = None
-            if c.cell == "hmlstm":
-                rnn = layer(0, HMLSTMCell, HMLSTM, c.units, copy_last=c.copy_last, **options)
-            else:
-                if c.copy_last:
-                    raise ValueError(
-                        "`copy_last` applies to the HM-LSTM only "
-                        "(Kadar et al.'s CopyLast); cell='hmrnn' has no cell state."
-                    )
-                rnn = layer(0, HMRNNCell, HMRNN, c.units, **options)
+            # The model adds the prior to its training loss itself
+            # (`boundary_prior`), with either kind of layer.
+            prior = dict(boundary_prior=None) if c.sequence_layer else {}
+            rnn = layer(0, c.units, c.num_layers, **prior)
             self.hierarchical_cell = rnn.cell
             return [rnn], list(rnn.cell.units)
         if c.cell == "lstm":
-            layers = [
-                layer(
-                    i, keras.layers.LSTMCell, keras.layers.LSTM, c.units,
-                    kernel_regularizer=reg, recurrent_regularizer=reg,
-                    dropout=c.dropout, recurrent_dropout=c.recurrent_dropout,
-                    seed=c.seed, cell_name=f"lstm_cell_{i + 1}",
-                )
-                for i in range(c.num_layers)
-            ]
+            layers = [layer(i, c.units, cell_name=f"lstm_cell_{i + 1}")
+                      for i in range(c.num_layers)]
             return layers, [c.units] * c.num_layers
-        rnn = layer(
-            0, MultiplicativeLSTMCell, MultiplicativeLSTM, c.units,
-            multiplicative_units=c.multiplicative_units or None,
-            weight_normalization=c.weight_normalization,
-            weight_normalization_scope=c.weight_normalization_scope,
-            dropout=c.dropout, recurrent_dropout=c.recurrent_dropout,
-            kernel_regularizer=reg, recurrent_regularizer=reg, seed=c.seed,
-        )
-        return [rnn], [c.units]
+        return [layer(0, c.units)], [c.units]
 
     def _build(self):
         c = self.config

@@ -24,14 +24,19 @@ import json
 def keyword_signature(config_class):
     """`(config=None, *, field=default, ...)` for the dataclass `config_class`.
 
-    A field without a default gets `None` (the configuration's own checks
+    A field with a default factory shows the value it makes (`{}`); a
+    field without a default gets `None` (the configuration's own checks
     then say what is missing).
     """
     parameters = [
         inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
     ]
     for field in dataclasses.fields(config_class):
-        default = field.default if field.default is not dataclasses.MISSING else None
+        default = field.default
+        if field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        elif default is dataclasses.MISSING:
+            default = None
         parameters.append(
             inspect.Parameter(
                 field.name, inspect.Parameter.KEYWORD_ONLY, default=default,
@@ -45,26 +50,21 @@ class JsonConfig:
     """`to_json` and `from_json` of a configuration dataclass (its base class).
 
     `to_json` writes the fields as JSON (keys sorted, indented);
-    `from_json` makes the configuration of such a text. `saved_defaults`
-    (a class attribute, not a field) gives fields added after
-    configurations were first saved the value that describes the models of
-    the older texts, which lack them.
+    `from_json` makes the configuration of such a text (a field it lacks
+    takes its default).
 
     >>> @dataclasses.dataclass
     ... class Config(JsonConfig):
     ...     units: int = 8
     ...     cell: str = "hmlstm"
-    ...     saved_defaults = {"cell": "lstm"}  # texts from before `cell`
     >>> print(Config(units=4).to_json())
     {
       "cell": "hmlstm",
       "units": 4
     }
     >>> Config.from_json('{"units": 4}')
-    Config(units=4, cell='lstm')
+    Config(units=4, cell='hmlstm')
     """
-
-    saved_defaults = {}
 
     def to_json(self):
         """The fields as JSON text, keys sorted (`from_json` reads it)."""
@@ -72,9 +72,8 @@ class JsonConfig:
 
     @classmethod
     def from_json(cls, text):
-        """The configuration of `text` (`to_json`'s JSON), `saved_defaults`
-        filling the fields it lacks."""
-        return cls(**{**cls.saved_defaults, **json.loads(text)})
+        """The configuration of `text` (`to_json`'s JSON)."""
+        return cls(**json.loads(text))
 
 
 def resolve_config(config_class, config, fields, accept_dict=False):

@@ -67,13 +67,19 @@ class HandwritingModelConfig(JsonConfig):
     Attributes:
         cell, units, num_layers, output, output_units: As in
             `CharLanguageModelConfig` (400 units and output units here).
-        boundary_mode, slope, layer_norm, top_down, copy_last: As there.
-        boundary_bias, dropout, recurrent_dropout: As there.
-        weight_normalization, weight_normalization_scope: As there.
-        multiplicative_units, l2, seed: As there.
         num_components: Number M of bivariate Gaussians of the output.
+        cell_options: As there: the cell's own arguments (`layer_norm`,
+            `boundary_mode`, `slope`, `dropout`, ...), its defaults for
+            those left out.
+        l2, seed: As there.
         sequence_layer: As there: the cell's sequence layer (True) or
             `keras.layers.RNN(cell)`.
+
+    Example:
+
+    >>> config = HandwritingModelConfig(units=8, cell_options={"layer_norm": False})
+    >>> HandwritingModelConfig.from_json(config.to_json()) == config
+    True
     """
 
     cell: str = "hmlstm"
@@ -82,17 +88,7 @@ class HandwritingModelConfig(JsonConfig):
     output: str = "gated"
     output_units: int = 400
     num_components: int = 20
-    boundary_mode: str = "step"
-    slope: float = 1.0
-    layer_norm: bool = True
-    top_down: bool = True
-    copy_last: bool = False
-    boundary_bias: float = 0.0
-    dropout: float = 0.0
-    recurrent_dropout: float = 0.0
-    weight_normalization: bool = False
-    weight_normalization_scope: str = "recurrent"
-    multiplicative_units: int = 0
+    cell_options: dict = dataclasses.field(default_factory=dict)
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
@@ -111,11 +107,7 @@ class HandwritingModel(CharLanguageModel):
             only when `config` is None):
         cell, units, num_layers, output, output_units, num_components: See
             `HandwritingModelConfig`.
-        boundary_mode, slope, layer_norm, top_down, copy_last: Ditto.
-        boundary_bias, dropout, recurrent_dropout: Ditto.
-        weight_normalization, weight_normalization_scope: Ditto.
-        multiplicative_units, l2, seed: Ditto.
-        sequence_layer: Ditto.
+        cell_options, l2, seed, sequence_layer: Ditto.
 
     Attributes:
         config, network, state_sizes, layer_sizes, hierarchical_cell: As in

@@ -216,20 +216,47 @@ def write_run_files(run_dir, config, settings, vocabulary=None):
         json.dump(settings, f, indent=2, sort_keys=True)
 
 
+def config_changes(old, new):
+    """`{name: (old value, new value)}` of the fields of two configurations
+    (dicts) that differ; the entries of a dict field are named
+    `field.entry`, an entry one side lacks is `"default"`. Fields `old`
+    lacks are left out.
+
+    Example:
+
+    >>> config_changes({"units": 8, "cell_options": {"slope": 1.0}},
+    ...                {"units": 8, "cell_options": {"layer_norm": False}, "new": 1})
+    {'cell_options.layer_norm': ('default', False), 'cell_options.slope': (1.0, 'default')}
+    """
+    changes = {}
+    for name, value in new.items():
+        if name not in old:
+            continue
+        before = old[name]
+        if isinstance(value, dict) and isinstance(before, dict):
+            for key in sorted(set(before) | set(value)):
+                pair = (before.get(key, "default"), value.get(key, "default"))
+                if pair[0] != pair[1]:
+                    changes[f"{name}.{key}"] = pair
+        elif before != value:
+            changes[name] = (before, value)
+    return changes
+
+
 def check_model_config(run_dir, config):
     """Refuses (`RunDirectoryError`) a `model_config.json` in `run_dir`,
     saved beside checkpoints, that `config` (anything with `to_json()`)
     does not match: the same flags on other data, e.g. an edited text
-    file. Fields the saved file lacks (an older hmkeras) are not compared.
+    file. Fields the saved file lacks (an older hmkeras) are not compared;
+    a dict field (`cell_options`) is compared entry by entry, an entry
+    one side lacks being the cell's default.
     """
     path = os.path.join(run_dir, MODEL_CONFIG)
     if not (os.path.isfile(path) and os.path.isdir(os.path.join(run_dir, CHECKPOINTS))):
         return
     with open(path) as f:
         old = json.load(f)
-    new = json.loads(config.to_json())
-    changes = {name: (old[name], value) for name, value in new.items()
-               if name in old and old[name] != value}
+    changes = config_changes(old, json.loads(config.to_json()))
     if changes:
         described = ", ".join(f"{name} {flag_text(a)} -> {flag_text(b)}"
                               for name, (a, b) in changes.items())

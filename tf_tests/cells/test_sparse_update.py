@@ -19,9 +19,9 @@ from hmkeras.cells import HMLSTMCell
 from hmkeras.cells import HMRNN
 from hmkeras.cells import HMRNNCell
 from hmkeras.cells import sparse_update
-from hmkeras.cells.hierarchical_cell import LayerStep
-from hmkeras.cells.hierarchical_cell import layer_operations
 from hmkeras.cells.layer_products import ProductInputs
+from hmkeras.cells.layer_step import LayerStep
+from hmkeras.cells.layer_step import layer_operations
 
 T, FEATURES = 20, 3
 UNITS = [6, 5, 4]

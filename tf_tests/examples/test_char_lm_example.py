@@ -174,11 +174,12 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
 
 
 def test_enumerated_flags_match_the_library():
+    from hmkeras.cells import hierarchical_cell
     from hmkeras.models import char_language_model
 
     assert char_lm_flags.CELLS == char_language_model.CELLS
     assert char_lm_flags.OUTPUTS == char_language_model.OUTPUTS
-    assert char_lm_flags.BOUNDARY_MODES == char_language_model.BOUNDARY_MODES
+    assert char_lm_flags.BOUNDARY_MODES == hierarchical_cell.BOUNDARY_MODES
     assert set(char_lm_flags.MODEL_FLAGS) <= set(FLAGS)
 
 
@@ -196,6 +197,34 @@ def test_hierarchical_options_refused_for_other_cells():
     s = _settings("--preset=quick", "--cell=lstm")
     assert s["top_down"] is True and s["segment_lengths"] is None
     assert s["boundary_prior"] == "rate"
+
+
+def test_flags_fill_the_cell_options_of_the_chosen_cell():
+    """The model flags that are the cell's arguments become `cell_options`,
+    those of the chosen cell only; the model's own stay fields."""
+    hm = dict(boundary_mode="step", slope=1.0, layer_norm=True, top_down=True,
+              boundary_bias=0.0, dropout=0.0, recurrent_dropout=0.0)
+    config = char_lm_flags.model_config(
+        _settings("--cell=hmrnn", "--nolayer_norm", "--slope=2", "--dropout=0.1",
+                  "--boundary_mode=soft", "--l2=0.5"), 30)
+    assert config.cell_options == dict(hm, slope=2.0, layer_norm=False, dropout=0.1,
+                                       boundary_mode="soft")
+    assert (config.cell, config.vocab_size, config.l2) == ("hmrnn", 30, 0.5)
+    config = char_lm_flags.model_config(_settings("--copy_last", "--no_top_down"), 30)
+    assert config.cell_options == dict(hm, copy_last=True, top_down=False)
+    config = char_lm_flags.model_config(_settings("--preset=hutter_mlstm"), 30)
+    assert config.cell_options == dict(weight_normalization=True, dropout=0.2,
+                                       recurrent_dropout=0.2)
+    config = char_lm_flags.model_config(
+        _settings("--cell=mlstm", "--multiplicative_units=6"), 30)
+    assert config.cell_options["multiplicative_units"] == 6
+    config = char_lm_flags.model_config(_settings("--cell=lstm", "--recurrent_dropout=0.3"), 30)
+    assert config.cell_options == dict(dropout=0.0, recurrent_dropout=0.3)
+    # CopyLast is the HM-LSTM's: refused for the HM-RNN before TensorFlow loads.
+    with pytest.raises(ValueError, match="--copy_last applies to --cell=hmlstm only"):
+        _settings("--cell=hmrnn", "--copy_last")
+    assert char_lm_flags.model_config(
+        _settings("--cell=hmrnn", "--copy_last=false"), 30).cell_options == hm
 
 
 def test_presets_and_explicit_flags():

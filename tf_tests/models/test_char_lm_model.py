@@ -27,8 +27,9 @@ TEXT = "the cat sat on the mat, the dog sat on the log.\nthe end of it.\n" * 3
 def _model(cell="hmlstm", vocab_size=20, **kwargs):
     # Non-normalized cells: the random weights below then make both z = 0
     # and z = 1 occur on every layer.
-    options = dict(units=8, num_layers=3, embedding_dim=5, output_units=8, seed=3,
-                   layer_norm=False)
+    options = dict(units=8, num_layers=3, embedding_dim=5, output_units=8, seed=3)
+    if cell in ("hmlstm", "hmrnn"):
+        options["cell_options"] = dict(layer_norm=False)
     options.update(kwargs)
     lm = CharLanguageModel(vocab_size=vocab_size, cell=cell, **options)
     if lm.is_hierarchical:

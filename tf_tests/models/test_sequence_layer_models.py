@@ -80,7 +80,7 @@ def test_char_model_builds_sequence_layers_equal_to_rnn_of_cell(cell):
 
 @pytest.mark.slow
 def test_char_model_gradients_and_training_step_match():
-    new, old = _pair(CharLanguageModel, **dict(SMALL, cell="hmlstm", boundary_mode="soft"))
+    new, old = _pair(CharLanguageModel, **dict(SMALL, cell="hmlstm", cell_options=dict(boundary_mode="soft")))
     rng = np.random.default_rng(1)
     tokens = rng.integers(0, 7, size=(2, 8)).astype("int32")
     import tensorflow as tf
@@ -113,7 +113,7 @@ def test_char_model_gradients_and_training_step_match():
 
 @pytest.mark.slow
 def test_batch1_evaluation_dense_and_sparse_match_the_rnn_model():
-    new, old = _pair(CharLanguageModel, **dict(SMALL, cell="hmlstm", boundary_bias=-1.0))
+    new, old = _pair(CharLanguageModel, **dict(SMALL, cell="hmlstm", cell_options=dict(boundary_bias=-1.0)))
     ids = np.random.default_rng(2).integers(0, 7, size=60)
     dense = evaluate_char_model(new, ids, seq_len=20, keep_boundaries=True, verbose=0)
     sparse = evaluate_char_model(new, ids, seq_len=20, keep_boundaries=True, verbose=0,
@@ -151,19 +151,26 @@ def test_step_export_of_a_sequence_layer_model_matches_the_network(tmp_path):
 def test_weight_normalization_scope_of_configurations(config_class, extra):
     """New configurations follow Krause et al. ("recurrent"); the scope is
     checked and round-trips through JSON."""
-    config = config_class(cell="mlstm", units=4, weight_normalization=True, **extra)
-    assert config.weight_normalization_scope == "recurrent"
-    wide = config_class(cell="mlstm", units=4, weight_normalization=True,
-                        weight_normalization_scope="all", **extra)
-    assert config_class.from_json(wide.to_json()).weight_normalization_scope == "all"
+    config = config_class(cell="mlstm", units=4,
+                          cell_options=dict(weight_normalization=True), **extra)
+    assert "weight_normalization_scope" not in config.cell_options  # the cell's default
+    lm_class = CharLanguageModel if config_class is CharLanguageModelConfig else HandwritingModel
+    cell = lm_class(config).network.get_layer("rnn_1").cell
+    assert cell.weight_normalization_scope == "recurrent"
+    wide = config_class(cell="mlstm", units=4, cell_options=dict(
+        weight_normalization=True, weight_normalization_scope="all"), **extra)
+    again = config_class.from_json(wide.to_json())
+    assert again.cell_options["weight_normalization_scope"] == "all"
     with pytest.raises(ValueError, match="weight_normalization_scope.*recurrent"):
-        config_class(cell="mlstm", units=4, weight_normalization_scope="input", **extra)
+        config_class(cell="mlstm", units=4,
+                      cell_options=dict(weight_normalization_scope="input"), **extra)
 
 
 def test_char_model_builds_its_mlstm_with_the_configured_scope():
     for scope, gains in (("recurrent", 2), ("all", 3)):
         lm = CharLanguageModel(vocab_size=7, cell="mlstm", units=4, embedding_dim=3,
-                               weight_normalization=True, weight_normalization_scope=scope)
+                               cell_options=dict(weight_normalization=True,
+                                                 weight_normalization_scope=scope))
         names = [w.name for w in lm.network.weights if w.name.endswith("_g")]
         assert len(names) == gains, names
 

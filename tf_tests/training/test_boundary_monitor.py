@@ -76,7 +76,8 @@ def test_uses_rates_reported_by_the_train_step():
     from hmkeras.models.char_language_model import CharLanguageModel
 
     lm = CharLanguageModel(vocab_size=VOCAB, cell="hmlstm", units=6, embedding_dim=4,
-                           output_units=6, boundary_bias=-50.0, seed=0)
+                           output_units=6, cell_options=dict(boundary_bias=-50.0),
+                           seed=0)
     trainer = hmkeras.TruncatedBPTTModel(lm, batch_size=4)
     trainer.compile(keras.optimizers.Adam(1e-3), loss=trainer.loss_function())
     x, y = _data()

@@ -82,6 +82,22 @@ def test_check_model_config(tmp_path):
     run_directory.check_model_config(str(run), _Config(vocab_size=30, units=8, new=1))
 
 
+def test_check_model_config_names_the_cell_option(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    saved = {"vocab_size": 30, "cell_options": {"layer_norm": True, "slope": 1.0}}
+    (run / "model_config.json").write_text(json.dumps(saved))
+    run_directory.check_model_config(str(run), _Config(**saved))
+    with pytest.raises(RunDirectoryError, match=r"model_config.json: "
+                       r"cell_options.layer_norm true -> false;"):
+        run_directory.check_model_config(str(run), _Config(
+            vocab_size=30, cell_options={"layer_norm": False, "slope": 1.0}))
+    with pytest.raises(RunDirectoryError, match=r"cell_options.dropout default -> 0.5, "
+                       r"cell_options.slope 1.0 -> default;"):
+        run_directory.check_model_config(str(run), _Config(
+            vocab_size=30, cell_options={"layer_norm": True, "dropout": 0.5}))
+
+
 def test_results_round_trip_and_finished_runs(tmp_path):
     run_directory.write_results(str(tmp_path), {"epochs": 2, "test_bpc": float("nan"),
                                                 "stopped_early": False})
