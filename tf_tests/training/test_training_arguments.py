@@ -28,7 +28,9 @@ def _hm_model():
         keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2, seed=0)),
         keras.layers.Dense(1),
     ])
-    model.compile("sgd", "mse")
+    # Eager: these tests check the callback (run in Python either way);
+    # `test_slope_annealing.py` checks compiled and XLA train functions.
+    model.compile("sgd", "mse", run_eagerly=True)
     return model
 
 
