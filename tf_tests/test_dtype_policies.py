@@ -12,6 +12,8 @@ per-position heads):
 The global policy is restored after each test.
 """
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -52,7 +54,7 @@ def _recurrent_pair(name, dtype, x):
     reference = RECURRENT[name].make(**kwargs)
     expected = _numpy(reference(x))
     layer = RECURRENT[name].make(dtype=dtype, **kwargs)
-    layer(x.astype(dtype or "float32"))
+    layer.build(x.shape)  # building, not calling: the test calls it once
     layer.set_weights(reference.get_weights())
     return layer, expected
 
@@ -90,19 +92,30 @@ def test_head_float64(name):
     np.testing.assert_allclose(_numpy(result)[0], expected[0], **FLOAT64_TOLERANCE)
 
 
+@functools.cache
+def _float32_reference(name):
+    """`(x, weights, outputs)` of the float32 layer, shared by the policies
+    (computed once per layer: the same for every policy)."""
+    x = RECURRENT[name].inputs(np.random.default_rng(2), 2, 6)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        keras.utils.set_random_seed(0)
+        reference = RECURRENT[name].make(return_sequences=True, return_state=True)
+        expected = _numpy(reference(x))
+        return x, reference.get_weights(), expected
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
 @pytest.mark.parametrize("policy", sorted(MIXED_TOLERANCE), indirect=True)
 @pytest.mark.parametrize("name", sorted(RECURRENT))
 def test_recurrent_mixed_policy(name, policy):
-    x = RECURRENT[name].inputs(np.random.default_rng(2), 2, 6)
-    keras.config.set_dtype_policy("float32")
-    keras.utils.set_random_seed(0)
-    kwargs = dict(return_sequences=True, return_state=True)
-    reference = RECURRENT[name].make(**kwargs)
-    expected = _numpy(reference(x))
+    x, weights, expected = _float32_reference(name)
     keras.config.set_dtype_policy(policy)
-    layer = RECURRENT[name].make(**kwargs)
-    layer(x)
-    layer.set_weights(reference.get_weights())
+    layer = RECURRENT[name].make(return_sequences=True, return_state=True)
+    layer.build(x.shape)
+    layer.set_weights(weights)
     compute = layer.dtype_policy.compute_dtype
     assert compute == policy.split("_")[1]
     assert {w.dtype for w in layer.weights} == {"float32"}

@@ -34,9 +34,10 @@ import tensorflow as tf
 
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
 from hmkeras.training import replica_finiteness
+from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 
-class HandwritingTrainer(keras.Model):
+class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
     """Trains a `HandwritingModel` on padded whole sequences.
 
     Args:

@@ -66,11 +66,12 @@ import tensorflow as tf
 
 from hmkeras import argument_checks
 from hmkeras.training import replica_finiteness
+from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 _LN2 = math.log(2.0)
 
 
-class TruncatedBPTTModel(keras.Model):
+class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
     """Trains a `CharLanguageModel` with its state carried across batches.
 
     Args:

@@ -28,7 +28,9 @@ def _hm_model():
         keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2, seed=0)),
         keras.layers.Dense(1),
     ])
-    model.compile("sgd", "mse")
+    # Eager: these tests check the callback (run in Python either way);
+    # `test_slope_annealing.py` checks compiled and XLA train functions.
+    model.compile("sgd", "mse", run_eagerly=True)
     return model
 
 
@@ -42,12 +44,17 @@ def test_slope_annealing_arguments():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("value", [np.float32(2.5), np.int64(2), np.float64(2.5)])
-def test_slope_schedule_may_return_numpy_numbers(value):
+def test_slope_schedule_may_return_numpy_numbers():
+    # One fit, one NumPy type per epoch (a different value each, so every
+    # epoch's setting is seen), the slope read from the weight after each.
+    values = [np.float32(2.5), np.int64(2), np.float64(3.5)]
     model = _hm_model()
-    model.fit(np.zeros((2, 4, 3)), np.zeros((2, 1)), epochs=1, verbose=0,
-              callbacks=[hmkeras.SlopeAnnealing(lambda epoch: value)])
-    assert float(model.layers[0].cell.slope.numpy()) == float(value)
+    slopes = []
+    read_slope = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: slopes.append(
+        float(model.layers[0].cell.slope.numpy())))
+    model.fit(np.zeros((2, 4, 3)), np.zeros((2, 1)), epochs=len(values), verbose=0,
+              callbacks=[hmkeras.SlopeAnnealing(lambda epoch: values[epoch]), read_slope])
+    assert slopes == [float(value) for value in values]
 
 
 @pytest.mark.parametrize("value", [NAN, INF, 0.0, -1.0, True, "2", None])

@@ -1,0 +1,47 @@
+"""`BuildsOptimizerOnCompile`: one trace of the train step, the same training."""
+
+import keras
+import numpy as np
+
+from hmkeras.models.char_language_model import CharLanguageModel
+from hmkeras.training.stateful_training import TruncatedBPTTModel
+
+
+class _CountingModel(TruncatedBPTTModel):
+    """Counts the Python calls of `train_step`: one per trace."""
+
+    traces = 0
+
+    def train_step(self, data):
+        self.traces += 1
+        return super().train_step(data)
+
+
+def _model(build_on_compile):
+    lm = CharLanguageModel(vocab_size=5, cell="hmlstm", units=4, embedding_dim=3,
+                           output_units=4, seed=1)
+    model = _CountingModel(lm, batch_size=2)
+    arguments = (keras.optimizers.Adam(0.01), model.loss_function())
+    if build_on_compile:
+        model.compile(*arguments)
+    else:  # Keras' own compile: the optimizer is built in the first trace
+        keras.Model.compile(model, *arguments)
+    return model
+
+
+def test_train_step_traced_once_and_training_unchanged():
+    tokens = np.random.RandomState(0).randint(0, 5, (2, 6)).astype("int32")
+    results = {}
+    for build_on_compile in (True, False):
+        model = _model(build_on_compile)
+        assert model.optimizer.built == build_on_compile
+        history = model.fit(tokens, tokens, batch_size=2, epochs=2, verbose=0)
+        results[build_on_compile] = (model.traces, history.history["loss"],
+                                     model.get_weights(),
+                                     [v.numpy() for v in model.optimizer.variables])
+    traces, losses, weights, slots = results[True]
+    keras_traces, keras_losses, keras_weights, keras_slots = results[False]
+    assert (traces, keras_traces) == (1, 2)
+    assert losses == keras_losses
+    for ours, theirs in zip(weights + slots, keras_weights + keras_slots, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
