@@ -71,14 +71,31 @@ class Settings(dict):
 
 
 @contextlib.contextmanager
-def flag_errors(*errors):
-    """Inside it, an exception of the classes `errors` (library errors whose
-    messages name the flags, e.g. `hmkeras.training.run_directory
-    .RunDirectoryError`) is raised as a `FlagError` with its message."""
+def flag_errors(*errors, names=(), words=()):
+    """Inside it, an exception of the classes `errors` (library errors about
+    what the flags name, e.g. `hmkeras.training.run_directory
+    .RunDirectoryError`) is raised as a `FlagError` with its message, in
+    the flags' words: the argument `` `name` `` of each of `names` (an
+    argument of the flag's name) reads `--name`, and each `(api, flag)`
+    of `words` replaces the library's phrase `api` by `flag`.
+
+    Example:
+
+    >>> with flag_errors(ValueError, names=["text_file"], words=[("x=1", "--x")]):
+    ...     raise ValueError("`text_file` is empty (x=1)")
+    Traceback (most recent call last):
+    ...
+    command_line.FlagError: --text_file is empty (--x)
+    """
     try:
         yield
     except errors as error:
-        raise FlagError(str(error)) from None
+        message = str(error)
+        for name in names:
+            message = message.replace(f"`{name}`", f"--{name}")
+        for api, flag in words:
+            message = message.replace(api, flag)
+        raise FlagError(message) from None
 
 
 def non_finite_stop(step, what, checkpoint_path, saved_step):
@@ -98,6 +115,26 @@ def non_finite_stop(step, what, checkpoint_path, saved_step):
                  "untouched: rerun with a smaller --learning_rate to resume from it")
     return RunStopped(f"Step {step}: {what}; training stopped, nothing saved at this "
                       f"step; {where}.")
+
+
+def stop_if_non_finite(progress):
+    """Raises the `non_finite_stop` of a training run whose progress dict
+    (`hmkeras.training.epoch_run.train_epochs`,
+    `hmkeras.training.truncated_bptt_run.train_truncated_bptt`) says it
+    stopped on a non-finite loss or weight (`non_finite`); else nothing.
+
+    Example:
+
+    >>> stop_if_non_finite({"epoch": 2})
+    >>> stop_if_non_finite({"non_finite": (7, "a weight is not finite", None),
+    ...                     "checkpoint_path": "run/checkpoints/latest"})
+    Traceback (most recent call last):
+    ...
+    command_line.RunStopped: Step 7: a weight is not finite; training stopped, ...
+    """
+    if progress.get("non_finite"):
+        step, what, saved_step = progress["non_finite"]
+        raise non_finite_stop(step, what, progress["checkpoint_path"], saved_step)
 
 
 def parse_flags(argv):

@@ -53,9 +53,10 @@ import numpy as np
 
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
-from command_line import non_finite_stop
+from command_line import flag_errors
 from command_line import run_script
 from command_line import Settings
+from command_line import stop_if_non_finite
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
@@ -152,108 +153,50 @@ def load_data(s):
         references = {name: {"strokes": data.stroke_ends(name), "glyphs": data.glyph_ends(name)}
                       for name in ("validation", "test")}
         return splits, (data.mean, data.std), references, {"source": "embedded"}
-    import tensorflow_datasets as tfds
-
-    from hmkeras.data import iam_ondb
+    from hmkeras.data.iam_ondb import load_iam_ondb
     from hmkeras.data.sources import DatasetFilesNotFoundError
 
-    # The default config drops lines under 300 points (Chung et al.); another
-    # threshold is a custom config, prepared in its own directory.
-    config = ("default" if s["min_length"] == 300 else iam_ondb.IamOnDbConfig(
-        name=f"min_length_{s['min_length']}", min_length=s["min_length"]))
-    builder = iam_ondb.IamOnDb(config=config, data_dir=s["data_dir"])
-    try:
-        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-            manual_dir=os.path.expanduser(s["manual_dir"])))
-    except DatasetFilesNotFoundError as error:
-        raise FlagError(str(error)) from None
-    splits = {name: iam_ondb.read_stroke_split(builder, name)
-              for name in ("train", "validation", "test")}
-    meta = builder.info.metadata
+    with flag_errors(DatasetFilesNotFoundError):
+        splits, stats, info = load_iam_ondb(s["manual_dir"], s["data_dir"], s["min_length"])
     references = {name: {"strokes": [seq[:, 2].astype(np.int32) for seq in splits[name]]}
                   for name in ("validation", "test")}
-    stats = (np.asarray(meta["offset_mean"]), np.asarray(meta["offset_std"]))
-    return splits, stats, references, {"source": meta.get("source"),
-                                       "num_lines": meta.get("num_lines")}
+    return splits, stats, references, info
 
 
-class LineBatches:
-    """Padded batches of whole lines, reshuffled (seeded) every epoch."""
+def line_batches(sequences, batch_size, order=None):
+    """Padded batches of whole lines in `order` (default: as given), a Keras
+    `PyDataset` (`hmkeras.models.handwriting_model.pad_sequences`)."""
+    from keras.utils import PyDataset
 
-    def __init__(self, sequences, batch_size, seed, shuffle=True):
-        from keras.utils import PyDataset
+    from hmkeras.models.handwriting_model import pad_sequences
 
-        from hmkeras.models.handwriting_model import pad_sequences
+    order = np.arange(len(sequences)) if order is None else order
 
-        outer = self
+    class LineBatches(PyDataset):
+        def __len__(self):
+            return math.ceil(len(order) / batch_size)
 
-        class _Batches(PyDataset):
-            def __len__(self):
-                return math.ceil(len(sequences) / batch_size)
+        def __getitem__(self, index):
+            rows = order[index * batch_size : (index + 1) * batch_size]
+            return pad_sequences([sequences[i] for i in rows])
 
-            def __getitem__(self, index):
-                rows = outer.order[index * batch_size : (index + 1) * batch_size]
-                return pad_sequences([sequences[i] for i in rows])
-
-        self.sequences, self.seed, self.shuffle = sequences, seed, shuffle
-        self.order = np.arange(len(sequences))
-        self.dataset = _Batches()
-
-    def set_epoch(self, epoch):
-        if self.shuffle:
-            self.order = np.random.default_rng([self.seed, epoch]).permutation(
-                len(self.sequences))
+    return LineBatches()
 
 
 def train(s, model, splits):
-    """Trains with Keras fit; resumes from `checkpoints/`; returns the epochs."""
+    """Adam with gradient-norm clipping and slope annealing, one `fit` per
+    epoch over the lines reshuffled with the seed
+    (`hmkeras.training.epoch_run`: validation logs, TensorBoard scalars in
+    logs/, resumable checkpoints); returns the epochs trained in all."""
     import keras
 
     import hmkeras
-    from hmkeras.training.handwriting_training import HandwritingTrainer
+    from hmkeras.training.epoch_run import EpochSchedule
+    from hmkeras.training.epoch_run import train_epochs
     from hmkeras.training.epoch_summaries import EpochSummaries
-    from hmkeras.training.training_state import TrainingCheckpoint
-    from hmkeras.training.truncated_bptt_run import all_finite
 
-    trainer = HandwritingTrainer(model)
+    trainer = hmkeras.HandwritingTrainer(model)
     trainer.compile(keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"]))
-    checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
-    progress = checkpoint.restore(trainer) or {"epoch": 0}
-    if progress["epoch"]:
-        print(f"Resumed from {checkpoint.path} at epoch {progress['epoch']}.")
-    batches = LineBatches(splits["train"], s["batch_size"], s["seed"])
-    valid = LineBatches(splits["validation"], s["batch_size"], s["seed"], shuffle=False)
-
-    summaries = EpochSummaries(os.path.join(s["output_dir"], "logs"), skip=())
-
-    class EpochEnd(keras.callbacks.Callback):
-        """Reshuffles, writes the logs as TensorBoard scalars (without the
-        `tensorboard` package that Keras' callback needs) and checkpoints;
-        a non-finite loss or weight stops the run before anything is saved."""
-
-        saved_step = (int(trainer.optimizer.iterations.numpy())
-                      if checkpoint.exists() else None)
-
-        def on_epoch_begin(self, epoch, logs=None):
-            batches.set_epoch(epoch)
-
-        def on_train_batch_end(self, batch, logs=None):
-            loss = float((logs or {}).get("loss", 0.0))
-            if not math.isfinite(loss):
-                self._stop(f"the training loss is {loss}")
-
-        def _stop(self, what):
-            trainer.stop_training = True
-            raise non_finite_stop(int(trainer.optimizer.iterations.numpy()), what,
-                                  checkpoint.path, EpochEnd.saved_step)
-
-        def on_epoch_end(self, epoch, logs=None):
-            if not all_finite(trainer.variables + trainer.optimizer.variables):
-                self._stop("a weight is not finite")
-            summaries.on_epoch_end(epoch, logs)
-            checkpoint.save(trainer, {"epoch": epoch + 1})
-            EpochEnd.saved_step = int(trainer.optimizer.iterations.numpy())
-
     callbacks = []
     if model.is_hierarchical:
         rate, top = s["slope_rate"], s["slope_max"]
@@ -261,33 +204,23 @@ def train(s, model, splits):
             callbacks.append(hmkeras.SlopeAnnealing(lambda epoch: min(top, 1.0 + rate * epoch)))
         callbacks.append(hmkeras.BoundaryMonitor(interval=s["monitor_interval"],
                                                  verbose=int(s["verbose"] > 0)))
-    callbacks.append(EpochEnd())  # last: sees the slope and z rates in the logs
-    if progress["epoch"] < s["max_epochs"]:
-        trainer.fit(batches.dataset, validation_data=valid.dataset,
-                    initial_epoch=progress["epoch"], epochs=s["max_epochs"],
-                    callbacks=callbacks, verbose=s["verbose"])
-    return max(progress["epoch"], s["max_epochs"])
+    # Last: the scalars of every epoch's logs, the slope and z rates included.
+    callbacks.append(EpochSummaries(os.path.join(s["output_dir"], "logs"), skip=()))
+    valid = line_batches(splits["validation"], s["batch_size"])
 
+    def shuffled(epoch):  # the training lines in the seed's order of this epoch
+        order = np.random.default_rng([s["seed"], epoch]).permutation(len(splits["train"]))
+        return line_batches(splits["train"], s["batch_size"], order)
 
-def boundary_agreement(model, sequences, references):
-    """Per boundary layer and reference unit: `aligned_boundary_scores` of
-    the boundaries read over every line (zero state per line), the
-    reference on the pen-up / last point (`"on_end"`) and one step before
-    (`"before_end"`); tolerance 0 and 1. Also the z rates."""
-    from hmkeras.analysis import boundary_metrics
+    def validate(trainer):  # the logs of Keras' validation_data
+        logs = trainer.evaluate(valid, verbose=0, return_dict=True)
+        return {f"val_{name}": value for name, value in logs.items()}
 
-    z = np.concatenate([model.boundaries(model.read(seq)[1]) for seq in sequences])
-    out = {"z_rates": z.mean(axis=0).tolist()}
-    for unit, ends in references.items():
-        ref = np.concatenate(ends).astype(np.float32)
-        aligned = {"on_end": ref, "before_end": np.append(ref[1:], 0.0)}
-        for layer in range(z.shape[1]):
-            for tolerance in (0, 1):
-                scores = boundary_metrics.aligned_boundary_scores(
-                    z[:, layer], aligned, tolerance)
-                key = f"z{layer + 1}_vs_{unit}" + ("_tolerance_1" if tolerance else "")
-                out[key] = scores.as_dict()
-    return out
+    schedule = EpochSchedule(max_epochs=s["max_epochs"], learning_rate=s["learning_rate"],
+                             verbose=s["verbose"])
+    progress = train_epochs(trainer, shuffled, schedule, s["output_dir"], validate, callbacks)
+    stop_if_non_finite(progress)
+    return progress["epoch"]
 
 
 def run(s):
@@ -301,6 +234,7 @@ def run(s):
     splits, (mean, std), references, info = load_data(s)
     import keras
 
+    from hmkeras.analysis import handwriting_report as report
     from hmkeras.analysis.handwriting_plot import plot_handwriting, plot_segments
     from hmkeras.data.stroke_offsets import denormalize_offsets
     from hmkeras.models.handwriting_model import HandwritingModel
@@ -339,8 +273,9 @@ def run(s):
     raw_line = denormalize_offsets(line, mean, std)
     segmentations = {"pen-up": line[:, 2]}
     if model.is_hierarchical:
-        results["boundaries"] = boundary_agreement(
-            model, splits["test"], references["test"])
+        results["boundaries"] = report.boundary_agreement(
+            [model.boundaries(model.read(seq)[1]) for seq in splits["test"]],
+            references["test"])
         z = model.boundaries(model.read(line)[1])
         segmentations["z^2"] = z[:, 1]
     results["fig5_png"] = plot_segments(os.path.join(out_dir, "fig5_segments.png"),
@@ -358,7 +293,7 @@ def run(s):
     results["wall_seconds"] = time.time() - started
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
-    _print_summary(results)
+    print("\n".join(report.summary_lines(results)))
     return results
 
 
@@ -366,33 +301,15 @@ def finished_results(s):
     """The results.json of a run in --output_dir that has the --max_epochs
     these flags ask for: printed and returned as saved, nothing rewritten;
     None otherwise."""
+    from hmkeras.analysis.handwriting_report import summary_lines
     from hmkeras.training import run_directory
 
     results = run_directory.finished_results(s["output_dir"], s["max_epochs"])
     if results is not None:
         print(f"{s['output_dir']} holds a finished run ({results['epochs']} epochs); its "
               "results, unchanged (a larger --max_epochs trains on):")
-        _print_summary(results)
+        print("\n".join(summary_lines(results)))
     return results
-
-
-def _print_summary(r):
-    print("\n=== results ===")
-    print(f"{r['cell']}, {r['parameters']:,} parameters, {r['epochs']} epochs, "
-          f"{r['wall_seconds']:.0f} s")
-    print(f"average log-likelihood per test sequence: "
-          f"{r['test_log_likelihood_per_sequence']:.2f} nats "
-          f"({r['test_sequences']} lines, mean length {r['test_mean_length']:.0f})")
-    b = r.get("boundaries")
-    if b:
-        print("z rates " + ", ".join(f"z^{i + 1} {v:.3f}" for i, v in enumerate(b["z_rates"])))
-        for key, scores in b.items():
-            if key != "z_rates" and not key.endswith("tolerance_1"):
-                loose = b.get(key + "_tolerance_1")
-                print(f"{key}: P {scores['precision']:.3f} R {scores['recall']:.3f} "
-                      f"F1 {scores['f1']:.3f} ({scores['alignment']}; tolerance 1: "
-                      f"F1 {loose['f1']:.3f})")
-    print(f"wrote {r['fig5_png']}, {r['samples_png']} and {r['step_model']}")
 
 
 def run_from_flags():

@@ -64,8 +64,8 @@ from absl import flags
 
 from command_line import absl_main  # examples/command_line.py
 from command_line import FlagError
-from command_line import non_finite_stop
 from command_line import run_script
+from command_line import stop_if_non_finite
 import char_lm_flags  # examples/char_lm_flags.py: presets, flags, corpora
 from char_lm_flags import encode_texts
 from char_lm_flags import load_texts
@@ -152,9 +152,7 @@ def _run(s, changed):
         validate=lambda lm: report.validation_logs(
             lm, ids["validation"], s["seq_len"], s["valid_batch_size"], s["zrate_chars"]),
         changed=changed, clock=clock)
-    if progress.get("non_finite"):
-        step, what, saved_step = progress["non_finite"]
-        raise non_finite_stop(step, what, progress["checkpoint_path"], saved_step)
+    stop_if_non_finite(progress)
     if progress.get("interrupted"):
         return None
     print(f"Test set: batch {s['test_batch_size']}, state carried over "

@@ -6,10 +6,11 @@ recurrent layers (`--cell=lstm|hmlstm|mlstm`), dropout on the non-recurrent
 connections, and on the top layer `--wrapper=none` (the plain LSTM-LM),
 `average` (`hmkeras.AveragingWrapper`, the paper's model) or `attention`
 (`hmkeras.AttentionWrapper`, the learned-attention baseline of Salton et al.
-2017). Training: SGD, gradient-norm clipping, the learning rate divided by
-`--lr_decay` at every epoch after `--decay_after` epochs, early stopping
-after `--patience` epochs without a better validation perplexity; the best
-weights are evaluated on validation and test. Every row is one sentence,
+2017). Training (`hmkeras.training.epoch_run`): SGD, gradient-norm
+clipping, the learning rate divided by `--lr_decay` at every epoch after
+`--decay_after` epochs, early stopping after `--patience` epochs without a
+better validation perplexity; the best weights are evaluated on validation
+and test. Every row is one sentence,
 cut / padded to `--seq_len` (35) tokens, with ``<eos>`` as first input and
 last target; batches of `--batch_size` (32) consecutive sentences; the RNN
 state starts from zeros in every batch.
@@ -43,7 +44,8 @@ Presets, by `--dataset` (flags given on the command line win):
 
 Everything goes to `--output_dir` (default ``runs/word_<dataset>_<cell>_
 <wrapper>``): ``checkpoints/`` (resumed automatically, per epoch: weights,
-optimizer, epoch, best validation perplexity), ``vocabulary.json``,
+optimizer, epoch, best validation perplexity and its weights, history),
+``run_kind.json``, ``vocabulary.json``,
 ``model_config.json``, ``settings.json``, ``results.json`` (validation and
 test perplexity; on the embedded corpus the entropy-rate floor) and, for
 the wrappers, ``attention.png`` (the weights over the earlier words of one
@@ -60,7 +62,9 @@ Examples:
 
 Rerunning into the same --output_dir resumes that run; flags that change the
 model or its data (`MODEL_FLAGS`) are refused there (use a new
---output_dir, or --overwrite). A bad flag value is one line on stderr.
+--output_dir, or --overwrite). A bad flag value is one line on stderr, and
+so is a non-finite training loss, which stops the run (naming the step and
+the last good checkpoint, never overwritten by a NaN state).
 """
 
 import json
@@ -72,8 +76,10 @@ from absl import flags
 
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
+from command_line import flag_errors
 from command_line import run_script
 from command_line import Settings
+from command_line import stop_if_non_finite
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
@@ -102,6 +108,13 @@ TINY = dict(units=16, embedding_dim=0, batch_size=4, seq_len=12, max_epochs=1,
 TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction",
                    "test_fraction", "vocab_size")
 CORPUS = {"ptb": "ptb_word", "wikitext2": "wikitext2_word"}
+# The library's words in its data errors, and the flags the user typed.
+DATA_API_WORDS = (
+    ("allow_download=False", "--nodownload"),
+    ("load_word_corpus(..., manual_dir=DIR) or "
+     "tfds.download.DownloadConfig(manual_dir=DIR)", "--manual_dir=DIR"),
+    ("hmkeras.data.load_word_corpus('embedded', split) or "
+     "hmkeras.data.SyntheticWordCorpus()", "--dataset=embedded"))
 
 FLAGS = flags.FLAGS
 _BEFORE = set(FLAGS)
@@ -189,6 +202,16 @@ MODEL_FLAGS = (
 )
 
 
+# Flags that apply to one value of another flag only: (flag, value, names).
+ONLY_WITH = (
+    ("dataset", "text_file", TEXT_FILE_FLAGS),
+    ("dataset", "embedded", ("embedded_train_tokens", "embedded_valid_tokens",
+                             "embedded_test_tokens")),
+    ("wrapper", "attention", ("memory_size", "attention_score")),
+    ("cell", "rrnet", ("max_depth", "reward_discount", "entropy_weight")),
+)
+
+
 def resolve_settings(flag_values):
     """Settings: the dataset's preset, then --tiny, then explicit flags."""
     s = Settings(**{name: flag_values[name].value for name in flag_values if name in _OWN})
@@ -200,30 +223,14 @@ def resolve_settings(flag_values):
     for name, value in overrides.items():
         if not flag_values[name].present:
             s[name] = value
-    if s["dataset"] != "text_file":
-        for name in TEXT_FILE_FLAGS:
-            if flag_values[name].present:
-                raise FlagError(f"--{name} applies to --dataset=text_file only. "
-                                f"Received: --dataset={s['dataset']} --{name}={s[name]!r}")
-    elif not s["text_file"]:
+    for flag, value, names in ONLY_WITH:
+        given = [name for name in names if flag_values[name].present]
+        if s[flag] != value and given:
+            raise FlagError(f"--{given[0]} applies to --{flag}={value} only. Received: "
+                            f"--{flag}={s[flag]} --{given[0]}={s[given[0]]!r}")
+    if s["dataset"] == "text_file" and not s["text_file"]:
         raise FlagError("--dataset=text_file needs --text_file=PATH, a UTF-8 text file.")
-    if s["dataset"] != "embedded":
-        for name in ("embedded_train_tokens", "embedded_valid_tokens",
-                     "embedded_test_tokens"):
-            if flag_values[name].present:
-                raise FlagError(f"--{name} applies to --dataset=embedded only. "
-                                f"Received: --dataset={s['dataset']}")
-    if s["wrapper"] != "attention":
-        for name in ("memory_size", "attention_score"):
-            if flag_values[name].present:
-                raise FlagError(f"--{name} applies to --wrapper=attention only. "
-                                f"Received: --wrapper={s['wrapper']} --{name}={s[name]}")
-    if s["cell"] != "rrnet":
-        for name in ("max_depth", "reward_discount", "entropy_weight"):
-            if flag_values[name].present:
-                raise FlagError(f"--{name} applies to --cell=rrnet only. "
-                                f"Received: --cell={s['cell']} --{name}={s[name]}")
-    elif s["num_layers"] != 1 or s["wrapper"] != "none":
+    if s["cell"] == "rrnet" and (s["num_layers"] != 1 or s["wrapper"] != "none"):
         raise FlagError("--cell=rrnet has one layer and no wrapper (Jacob et al. 2018, "
                         f"Sec. 3.3). Received: --num_layers={s['num_layers']} "
                         f"--wrapper={s['wrapper']}")
@@ -246,73 +253,61 @@ def load_sentences(s):
     """`({split: token lists}, info)`; a data problem is a `FlagError`."""
     from hmkeras import data
 
+    splits = ("train", "validation", "test")
     if s["dataset"] == "embedded":
         corpus = data.SyntheticWordCorpus(
             seed=s["seed"], train_tokens=s["embedded_train_tokens"],
             valid_tokens=s["embedded_valid_tokens"], test_tokens=s["embedded_test_tokens"])
-        sentences = {split: corpus.sentences(split)
-                     for split in ("train", "validation", "test")}
         info = {"entropy_rate_bits_per_token": corpus.entropy_rate_bits_per_token,
                 "entropy_rate_perplexity": corpus.entropy_rate_perplexity,
                 "true_test_perplexity": corpus.true_perplexity("test")}
-        return sentences, info
+        return {split: corpus.sentences(split) for split in splits}, info
     if s["dataset"] == "text_file":
-        try:
-            texts = data.read_text_splits(
-                **{name: s[name] for name in TEXT_FILE_FLAGS if name != "vocab_size"})
-        except (ValueError, OSError) as error:
-            message = str(error)
-            for name in TEXT_FILE_FLAGS:
-                message = message.replace(f"`{name}`", f"--{name}")
-            raise FlagError(message) from None
-        splits = dict(zip(("train", "validation", "test"), texts))
+        with flag_errors(ValueError, OSError, names=TEXT_FILE_FLAGS):
+            texts = data.read_text_splits(**{name: s[name] for name in TEXT_FILE_FLAGS[:-1]})
         return {split: [line.split() for line in text.split("\n") if line.strip()]
-                for split, text in splits.items()}, {}
-    try:
+                for split, text in zip(splits, texts)}, {}
+    with flag_errors(data.DatasetFilesNotFoundError, data.DatasetVerificationError,
+                     words=DATA_API_WORDS):
         return {split: data.load_word_corpus(
             CORPUS[s["dataset"]], split, data_dir=s["data_dir"],
             manual_dir=s["manual_dir"], allow_download=s["download"])
-            for split in ("train", "validation", "test")}, {}
-    except (data.DatasetFilesNotFoundError, data.DatasetVerificationError) as error:
-        message = str(error)
-        for api, flag in (("allow_download=False", "--nodownload"),
-                          ("load_word_corpus(..., manual_dir=DIR) or "
-                           "tfds.download.DownloadConfig(manual_dir=DIR)", "--manual_dir=DIR"),
-                          ("hmkeras.data.load_word_corpus('embedded', split) or "
-                           "hmkeras.data.SyntheticWordCorpus()", "--dataset=embedded")):
-            message = message.replace(api, flag)
-        raise FlagError(message) from None
-
-
-def make_vocabulary(s, sentences):
-    from hmkeras import data
-
-    if s["dataset"] == "text_file":
-        return data.WordVocabulary.from_sentences(sentences["train"],
-                                                  max_size=s["vocab_size"])
-    # PTB and WikiText-2 carry their own <unk>; the embedded corpus has none
-    # and every word of its lexicon occurs in any sizeable training split.
-    vocab = data.WordVocabulary.from_sentences(sentences["train"])
-    for split in ("validation", "test"):
-        if vocab.unknown_token is None and vocab.count_unknown(sentences[split]):
-            vocab = data.WordVocabulary(vocab.words, unknown_token=data.word_vocabulary.UNK)
-    return vocab
+            for split in splits}, {}
 
 
 # ----------------------------------------------------------------------------
-# Training
+# Model, training, report
 # ----------------------------------------------------------------------------
-def learning_rate(s, epoch):
-    """Section 6.1/6.2: full rate for `decay_after` epochs, then divided by
-    `lr_decay` at every further epoch (`epoch` counts from 0)."""
-    return s["learning_rate"] / s["lr_decay"] ** max(0, epoch + 1 - s["decay_after"])
+def make_model(s, vocab_size):
+    """The word LM of the flags (`--cell=rrnet`: the RRNet LM)."""
+    from hmkeras.models.rrnet_language_model import RecurrentRecursiveLanguageModel
+    from hmkeras.models.rrnet_language_model import RecurrentRecursiveLanguageModelConfig
+    from hmkeras.models.word_language_model import WordLanguageModel
+    from hmkeras.models.word_language_model import WordLanguageModelConfig
+
+    common = {name: s[name] for name in ("units", "embedding_dim", "dropout",
+                                         "init_scale", "seed")}
+    if s["cell"] == "rrnet":
+        return RecurrentRecursiveLanguageModel(RecurrentRecursiveLanguageModelConfig(
+            vocab_size=vocab_size, max_depth=s["max_depth"],
+            entropy_weight=s["entropy_weight"], reward_discount=s["reward_discount"],
+            **common))
+    return WordLanguageModel(WordLanguageModelConfig(
+        vocab_size=vocab_size, cell=s["cell"], num_layers=s["num_layers"],
+        wrapper=s["wrapper"], memory_size=s["memory_size"],
+        attention_score=s["attention_score"], **common))
 
 
 def train(s, lm, batches):
+    """SGD with gradient-norm clipping, one `fit` per epoch
+    (`hmkeras.training.epoch_run`: the Sec. 6.1/6.2 learning-rate schedule,
+    early stopping on the validation perplexity, its best weights kept,
+    resumable checkpoints); returns the progress."""
     import keras
 
     from hmkeras.models.word_language_model import sentence_perplexity
-    from hmkeras.training.training_state import TrainingCheckpoint
+    from hmkeras.training.epoch_run import EpochSchedule
+    from hmkeras.training.epoch_run import train_epochs
 
     network = getattr(lm, "network", lm)  # --cell=rrnet: the model itself
     network.compile(
@@ -320,66 +315,23 @@ def train(s, lm, batches):
         loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight"),
     )
-    checkpoint = TrainingCheckpoint(os.path.join(s["output_dir"], "checkpoints"))
-    best_path = os.path.join(checkpoint.directory, "best.weights.h5")
-    os.makedirs(checkpoint.directory, exist_ok=True)
-    progress = checkpoint.restore(network)
-    if progress is None:
-        progress = {"epoch": 0, "best_val_perplexity": None, "bad_epochs": 0,
-                    "done": False, "history": []}
-    else:
-        print(f"Resuming from {checkpoint.path}: epoch {progress['epoch'] + 1}.")
-    while not progress["done"] and progress["epoch"] < s["max_epochs"]:
-        epoch = progress["epoch"]
-        rate = learning_rate(s, epoch)
-        network.optimizer.learning_rate.assign(rate)
-        print(f"Epoch {epoch + 1}/{s['max_epochs']}: learning rate {rate:.4g}")
-        started = time.time()
-        history = network.fit(batches["train"].dataset(), epochs=epoch + 1,
-                              initial_epoch=epoch, verbose=s["verbose"], shuffle=False)
-        seconds = time.time() - started
-        loss = float(history.history["loss"][-1])
-        val = sentence_perplexity(lm, batches["validation"])["perplexity"]
-        print(f"  train perplexity {math.exp(min(loss, 50)):.2f}, validation "
-              f"perplexity {val:.2f} ({seconds:.0f} s)")
-        progress["history"].append({"epoch": epoch + 1, "learning_rate": rate,
-                                    "train_loss": loss, "val_perplexity": val,
-                                    "seconds": seconds})
-        if progress["best_val_perplexity"] is None or val < progress["best_val_perplexity"]:
-            progress["best_val_perplexity"], progress["bad_epochs"] = val, 0
-            network.save_weights(best_path)
-        else:
-            progress["bad_epochs"] += 1
-            if progress["bad_epochs"] >= s["patience"]:
-                print("Early stopping.")
-                progress["done"] = True
-        progress["epoch"] = epoch + 1
-        checkpoint.save(network, progress)
-    if os.path.exists(best_path):
-        network.load_weights(best_path)
+    schedule = EpochSchedule(
+        max_epochs=s["max_epochs"], learning_rate=s["learning_rate"],
+        lr_decay=s["lr_decay"], decay_after=s["decay_after"], monitor="val_perplexity",
+        patience=s["patience"], verbose=s["verbose"])
+    progress = train_epochs(
+        network, batches["train"].dataset(), schedule, s["output_dir"],
+        validate=lambda _: {"val_perplexity": sentence_perplexity(
+            lm, batches["validation"])["perplexity"]})
+    stop_if_non_finite(progress)
     return progress
 
 
-def plot_attention_png(s, lm, vocab, sentences, path):
-    """attention.png of one validation sentence (wrapped models only)."""
-    import numpy as np
-
-    from hmkeras.analysis.attention_plot import averaging_matrix
-    from hmkeras.analysis.attention_plot import memory_to_matrix
-    from hmkeras.analysis.attention_plot import plot_attention
-
+def shown_sentence(s, sentences):
+    """The tokens of validation sentence --plot_sentence, <eos> first."""
     candidates = [x for x in sentences if x]
     sentence = candidates[min(s["plot_sentence"], len(candidates) - 1)]
-    tokens = ["<eos>"] + list(sentence[: s["seq_len"] - 1])
-    if s["wrapper"] == "attention":
-        ids = vocab.encode(tokens)[None]
-        slots = np.asarray(lm.attention_network(ids, training=False))[0]
-        matrix = memory_to_matrix(slots)
-        title = f"{s['cell']} + attention ({s['attention_score']}, memory {s['memory_size']})"
-    else:
-        matrix = averaging_matrix(len(tokens))
-        title = f"{s['cell']} + averaging: weight 1/t on each earlier state (and on h_0)"
-    return plot_attention(path, tokens, matrix, title=title)
+    return ["<eos>"] + list(sentence[: s["seq_len"] - 1])
 
 
 def run(s):
@@ -390,42 +342,19 @@ def run(s):
     import tensorflow as tf
 
     from hmkeras import data
-    from hmkeras.models.word_language_model import WordLanguageModel
-    from hmkeras.models.word_language_model import WordLanguageModelConfig
+    from hmkeras.analysis.attention_plot import plot_word_lm_attention
     from hmkeras.models.word_language_model import sentence_perplexity
 
-    vocab = make_vocabulary(s, sentences)
-    ids = {split: [vocab.encode(x) for x in part] for split, part in sentences.items()}
-    batches = {
-        "train": data.SentenceBatches(ids["train"], s["seq_len"], s["batch_size"],
-                                      overflow="truncate"),
-        "validation": data.SentenceBatches(ids["validation"], s["seq_len"],
-                                           s["batch_size"], overflow="split"),
-        "test": data.SentenceBatches(ids["test"], s["seq_len"], s["batch_size"],
-                                     overflow="split"),
-    }
-    if s["cell"] == "rrnet":
-        from hmkeras.models.rrnet_language_model import RecurrentRecursiveLanguageModel
-        from hmkeras.models.rrnet_language_model import (
-            RecurrentRecursiveLanguageModelConfig)
-
-        model_class = RecurrentRecursiveLanguageModel
-        config = RecurrentRecursiveLanguageModelConfig(
-            vocab_size=len(vocab), units=s["units"], max_depth=s["max_depth"],
-            embedding_dim=s["embedding_dim"], dropout=s["dropout"],
-            init_scale=s["init_scale"], entropy_weight=s["entropy_weight"],
-            reward_discount=s["reward_discount"], seed=s["seed"])
-    else:
-        model_class = WordLanguageModel
-        config = WordLanguageModelConfig(
-            vocab_size=len(vocab), cell=s["cell"], units=s["units"],
-            num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
-            wrapper=s["wrapper"], memory_size=s["memory_size"],
-            attention_score=s["attention_score"], dropout=s["dropout"],
-            init_scale=s["init_scale"], seed=s["seed"])
-    write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="word_lm")
+    vocab = data.WordVocabulary.from_splits(
+        sentences["train"], [sentences["validation"], sentences["test"]],
+        max_size=s["vocab_size"] if s["dataset"] == "text_file" else None)
+    batches = {split: data.SentenceBatches(
+        [vocab.encode(x) for x in part], s["seq_len"], s["batch_size"],
+        overflow="truncate" if split == "train" else "split")
+        for split, part in sentences.items()}
     tf.random.set_seed(s["seed"])
-    lm = model_class(config)
+    lm = make_model(s, len(vocab))
+    write_run_files(s["output_dir"], lm.config, s, vocabulary=vocab, kind="word_lm")
     print(f"{s['cell']} + {s['wrapper']}: {lm.count_params():,} parameters; vocabulary "
           f"{len(vocab):,}; {batches['train'].num_rows:,} training sentences.")
     if "entropy_rate_perplexity" in info:
@@ -442,16 +371,13 @@ def run(s):
         "train_targets_dropped_by_truncation": batches["train"].num_dropped_targets,
         "history": progress["history"], **info,
     }
+    words = shown_sentence(s, sentences["validation"])
     if s["cell"] == "rrnet":  # the greedy tree of one validation sentence
-        candidates = [x for x in sentences["validation"] if x]
-        words = ["<eos>"] + list(candidates[min(s["plot_sentence"], len(candidates) - 1)]
-                                 [: s["seq_len"] - 1])
         results["tree"] = lm.tree_of(vocab.encode(words), words)
         print(f"Greedy tree of validation sentence {s['plot_sentence']}: {results['tree']}")
     if s["wrapper"] != "none":
-        results["attention_png"] = plot_attention_png(
-            s, lm, vocab, sentences["validation"],
-            os.path.join(s["output_dir"], "attention.png"))
+        results["attention_png"] = plot_word_lm_attention(
+            os.path.join(s["output_dir"], "attention.png"), lm, words, vocab.encode(words))
     results["wall_seconds"] = time.time() - started
     with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
         json.dump(results, f, indent=2)

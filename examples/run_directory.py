@@ -1,13 +1,20 @@
-"""The files a training example writes in its run directory (--output_dir).
+"""The run directories of the example scripts, in the flags' words.
 
-`write_run_files` writes, before training starts, what rebuilds the run:
-`run_kind.json` (the marker: which script wrote the run, and its kind),
-`model_config.json` (the model's configuration, `to_json`), `settings.json`
-(every setting of the run, the flags included) and, for the text models,
-`vocabulary.json`. `check_run_kind` refuses a directory written by another
-script in one line. `prepare_output_dir`, every training script's check of
---output_dir before any work, adds the library's
-(`hmkeras.training.run_directory`). It imports nothing heavy.
+The library's `hmkeras.training.run_directory` owns a run directory's
+files and what a rerun does with them; this module adds what only the
+scripts know, which script writes which kind of run (`RUN_KINDS`), and
+says the library's refusals as one-line `FlagError`s:
+
+* `write_run_files`: the library's files (`model_config.json`,
+  `settings.json`, `vocabulary.json`) and `run_kind.json`, the marker of
+  the script that wrote the run;
+* `check_run_kind`, `find_step_model`: a directory of another script's run,
+  or without a step model, refused in one line;
+* `prepare_output_dir`: every training script's check of --output_dir
+  before any work (`prepare_run_directory`).
+
+It imports nothing heavy (the library only inside the functions that run
+after the flags are checked), so flag errors come before TensorFlow loads.
 """
 
 import json
@@ -28,18 +35,14 @@ RUN_KINDS = {
 
 def write_run_files(output_dir, config, settings, vocabulary=None, kind=None):
     """Makes `output_dir` and writes its `run_kind.json` (when `kind`, a key
-    of `RUN_KINDS`, is given), `vocabulary.json` (when `vocabulary` is
-    given: `vocabulary.save`), `model_config.json` (`config.to_json()`) and
-    `settings.json` (`settings`, keys sorted)."""
+    of `RUN_KINDS`, is given) and the files that rebuild the run
+    (`hmkeras.training.run_directory.write_run_files`)."""
+    from hmkeras.training import run_directory
+
     os.makedirs(output_dir, exist_ok=True)
     if kind is not None:
         write_run_kind(output_dir, kind)
-    if vocabulary is not None:
-        vocabulary.save(os.path.join(output_dir, "vocabulary.json"))
-    with open(os.path.join(output_dir, "model_config.json"), "w") as f:
-        f.write(config.to_json())
-    with open(os.path.join(output_dir, "settings.json"), "w") as f:
-        json.dump(settings, f, indent=2, sort_keys=True)
+    run_directory.write_run_files(output_dir, config, settings, vocabulary)
 
 
 def write_run_kind(output_dir, kind):
@@ -95,6 +98,32 @@ def check_run_kind(path, flag, allowed):
     raise FlagError(
         f"{flag}={path!r} holds a run of {RUN_KINDS.get(kind, kind)} "
         f"({MARKER}: kind {kind!r}); this script reads runs of {wanted}.")
+
+
+def find_step_model(path, kind):
+    """The step-model directory of --model_dir=`path`: `path` itself, or
+    `path/step_model` when `path` is the run directory; a run of another
+    kind than `kind` (a key of `RUN_KINDS`), or no step model, is a
+    one-line `FlagError`.
+
+    Example:
+
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> find_step_model(run, "handwriting")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    command_line.FlagError: --model_dir=... holds no step model: neither ... has a saved_model.pb (did the run of examples/iam_ondb.py finish?).
+    """
+    path = os.path.expanduser(path)
+    check_run_kind(path, "--model_dir", [kind])
+    for candidate in (path, os.path.join(path, "step_model")):
+        if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
+            return candidate
+    raise FlagError(
+        f"--model_dir={path!r} holds no step model: neither {path!r} nor "
+        f"{os.path.join(path, 'step_model')!r} has a saved_model.pb (did the run "
+        f"of {RUN_KINDS[kind].split(' ')[0]} finish?).")
 
 
 def prepare_output_dir(s, kind, model_flags, data_flags=(), ignored=None, defaults=None):

@@ -21,7 +21,7 @@ import numpy as np
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
-from run_directory import check_run_kind
+from run_directory import find_step_model
 
 # TensorFlow (imported lazily) reads this when it loads: no C++ start-up
 # chatter unless the user asks for it.
@@ -41,20 +41,6 @@ flags.register_validator("temperature", lambda v: math.isfinite(v) and v > 0,
 flags.mark_flag_as_required("model_dir")
 
 
-def find_step_model(path):
-    """The step-model directory: `path` itself, or `path/step_model` when
-    `path` is a run directory of examples/ptb_char.py."""
-    path = os.path.expanduser(path)
-    check_run_kind(path, "--model_dir", ["char_lm"])
-    for candidate in (path, os.path.join(path, "step_model")):
-        if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
-            return candidate
-    raise FlagError(
-        f"--model_dir={path!r} holds no step model: neither {path!r} nor "
-        f"{os.path.join(path, 'step_model')!r} has a saved_model.pb (did the run "
-        "of examples/ptb_char.py finish?).")
-
-
 def sample(model_dir, length=300, temperature=0.8, seed=0, prime=""):
     """Returns `prime` followed by `length` sampled symbols (str or bytes).
 
@@ -69,7 +55,7 @@ def sample(model_dir, length=300, temperature=0.8, seed=0, prime=""):
         raise FlagError(f"--temperature must be > 0. Received: {temperature!r}")
     if length < 0:
         raise FlagError(f"--length must be >= 0. Received: {length!r}")
-    loaded = tf.saved_model.load(find_step_model(model_dir))
+    loaded = tf.saved_model.load(find_step_model(model_dir, "char_lm"))
     info = loaded.signatures["info"]()
     if "vocabulary_json" not in info:  # a run older than run_kind.json
         raise FlagError(
@@ -111,7 +97,7 @@ def sample(model_dir, length=300, temperature=0.8, seed=0, prime=""):
 
 def sample_from_flags():
     """The command: find the step model, sample, print the text."""
-    model_dir = find_step_model(FLAGS.model_dir)
+    model_dir = find_step_model(FLAGS.model_dir, "char_lm")
     if FLAGS.length == 0:
         return  # nothing to generate, nothing to print
     text = sample(model_dir, FLAGS.length, FLAGS.temperature, FLAGS.seed,

@@ -23,7 +23,7 @@ import numpy as np
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
-from run_directory import check_run_kind
+from run_directory import find_step_model
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -45,22 +45,11 @@ flags.register_validator("temperature", lambda v: math.isfinite(v) and v > 0,
 flags.mark_flag_as_required("model_dir")
 
 
-def find_step_model(path):
-    """`path` or `path/step_model`, whichever holds a saved_model.pb."""
-    path = os.path.expanduser(path)
-    check_run_kind(path, "--model_dir", ["handwriting"])
-    for candidate in (path, os.path.join(path, "step_model")):
-        if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
-            return candidate
-    raise FlagError(f"--model_dir={path!r} holds no step model (saved_model.pb in it "
-                    "or in its step_model/); did examples/iam_ondb.py finish?")
-
-
 def draw(model_dir, steps, num_samples, bias, temperature, seed, output=None,
          output_npz=None):
     """Samples `num_samples` lines and writes them to `output` (None:
     `default_output`); returns the lines and the PNG's path."""
-    step_model = find_step_model(model_dir)  # before TensorFlow loads
+    step_model = find_step_model(model_dir, "handwriting")  # before TensorFlow loads
     import tensorflow as tf
 
     from hmkeras.analysis.handwriting_plot import plot_handwriting

@@ -435,13 +435,11 @@ def finished_results(s):
     """The results.json of a run in --output_dir that has the epochs (or
     the --max_steps) these flags ask for: printed and returned as saved,
     nothing rewritten; None otherwise."""
-    path = os.path.join(s["output_dir"], "results.json")
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        results = json.load(f)
-    steps_done = s["max_steps"] and results.get("steps", 0) >= s["max_steps"]
-    if results.get("epochs", 0) < s["max_epochs"] and not steps_done:
+    from hmkeras.training import run_directory
+
+    results = run_directory.finished_results(s["output_dir"], s["max_epochs"],
+                                             s["max_steps"])
+    if results is None:
         return None
     print(f"{s['output_dir']} holds a finished run ({results.get('steps')} steps, "
           f"{results.get('epochs')} epochs); its results, unchanged (a larger "

@@ -11,7 +11,9 @@
   segment ends marked in it, for logs and summaries.
 * `char_lm_report`: what a character-LM run reports (validation logs,
   boundary and segment figures, word-level WikiText-2 figures, the printed
-  summary, the segmentation picture); `corpus_references`: the reference
+  summary, the segmentation picture); `handwriting_report`: what a
+  handwriting run reports (boundary agreement with pen-ups and glyph
+  ends, the printed summary); `corpus_references`: the reference
   boundaries of a corpus' text.
 """
 

@@ -12,8 +12,9 @@ the past, which the averaging model makes exact (`averaging_matrix`).
 
 `memory_to_matrix` turns the wrapper's per-step weights over its memory
 slots (``(T, memory_size)``, slot ``memory_size - 1`` = the most recent
-past state) into that ``(T, T)`` matrix. It draws with the Agg canvas
-directly (no pyplot state, no GUI backend).
+past state) into that ``(T, T)`` matrix. `plot_word_lm_attention` draws
+one sentence of a wrapped `hmkeras.models.WordLanguageModel`. It draws
+with the Agg canvas directly (no pyplot state, no GUI backend).
 
 Example:
 
@@ -32,7 +33,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["plot_attention", "memory_to_matrix", "averaging_matrix"]
+__all__ = ["plot_attention", "plot_word_lm_attention", "memory_to_matrix",
+           "averaging_matrix"]
 
 
 def memory_to_matrix(slot_weights):
@@ -103,3 +105,44 @@ def plot_attention(path, tokens, matrix, title=None):
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     return path
+
+
+def plot_word_lm_attention(path, lm, tokens, token_ids):
+    """Writes the weights a wrapped word LM gives one sentence's past.
+
+    With `lm.config.wrapper` ``"attention"``, the weights of its attention
+    network (`lm.attention_network`); with ``"average"``, the exact
+    uniform weights (`averaging_matrix`). The title names the cell and
+    the wrapper.
+
+    Args:
+        path: Output PNG path.
+        lm: A `hmkeras.models.WordLanguageModel` with a wrapper.
+        tokens: The sentence's input tokens (strings), ``<eos>`` first.
+        token_ids: Their ids in `lm`'s vocabulary.
+
+    Returns:
+        `path`.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from hmkeras.models.word_language_model import WordLanguageModel
+    >>> lm = WordLanguageModel(vocab_size=6, units=4, num_layers=1, wrapper="average")
+    >>> path = os.path.join(tempfile.mkdtemp(), "attention.png")
+    >>> plot_word_lm_attention(path, lm, ["<eos>", "a", "b"], [1, 2, 3]) == path
+    True
+    """
+    config = lm.config
+    if config.wrapper == "attention":
+        slots = np.asarray(lm.attention_network(np.asarray([token_ids]), training=False))[0]
+        matrix = memory_to_matrix(slots)
+        title = (f"{config.cell} + attention ({config.attention_score}, "
+                 f"memory {config.memory_size})")
+    elif config.wrapper == "average":
+        matrix = averaging_matrix(len(tokens))
+        title = f"{config.cell} + averaging: weight 1/t on each earlier state (and on h_0)"
+    else:
+        raise ValueError("`lm` must be a word LM with a wrapper (\"attention\" or "
+                         f"\"average\"). Received: lm.config.wrapper={config.wrapper!r}")
+    return plot_attention(path, tokens, matrix, title=title)

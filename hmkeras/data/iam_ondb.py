@@ -28,14 +28,18 @@ offsets are normalized with the training set's per-coordinate mean and
 standard deviation, kept in ``info.metadata["offset_mean"]`` and
 ``["offset_std"]`` (undo with `hmkeras.data.stroke_offsets.denormalize_offsets`).
 
+`load_iam_ondb` prepares the builder (another `min_length` is a config of
+its own) and reads its three splits and statistics.
+
 Example (with the files in ``~/iam``; nothing is downloaded):
 
     import tensorflow_datasets as tfds
-    from hmkeras.data.iam_ondb import IamOnDb, read_stroke_split
+    from hmkeras.data.iam_ondb import IamOnDb, load_iam_ondb, read_stroke_split
     builder = IamOnDb(data_dir="~/tensorflow_datasets")
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
         manual_dir="~/iam"))
     test = read_stroke_split(builder, "test")   # list of (T, 3) float32
+    splits, (mean, std), info = load_iam_ondb("~/iam")   # all three splits
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ from hmkeras.data.stroke_offsets import normalize_offsets
 from hmkeras.data.stroke_offsets import offset_statistics
 from hmkeras.data.stroke_offsets import strokes_to_offsets
 
-__all__ = ["IamOnDb", "IamOnDbConfig", "parse_line_strokes", "read_stroke_split",
-           "split_sizes"]
+__all__ = ["IamOnDb", "IamOnDbConfig", "load_iam_ondb", "parse_line_strokes",
+           "read_stroke_split", "split_sizes"]
 
 REGISTRATION_URL = (
     "https://fki.tic.heia-fr.ch/databases/iam-on-line-handwriting-database"
@@ -264,3 +268,35 @@ def read_stroke_split(builder, split):
     lines = {example["id"]: example["strokes"] for example in ds.as_numpy_iterator()}
     return [lines[key] for key in sorted(lines)]
 
+
+
+def load_iam_ondb(manual_dir, data_dir=None, min_length=300):
+    """IAM-OnDB from the files in `manual_dir`, prepared on first use.
+
+    Args:
+      manual_dir: The folder with ``lineStrokes-all.tar.gz`` or the
+        extracted ``lineStrokes/``.
+      data_dir: The TFDS data directory (None: TFDS' default).
+      min_length: Lines with fewer points are dropped; 300 (Chung et al.)
+        is the default config, any other value a config of its own
+        (``min_length_<n>``), prepared in its own directory.
+
+    Returns:
+      `(splits, (mean, std), info)`: `{split: [normalized (T, 3) float32]}`
+      ordered by line id, the training set's offset statistics and
+      `{"source", "num_lines"}` of the builder's metadata.
+
+    Raises:
+      hmkeras.data.DatasetFilesNotFoundError: no lineStrokes files in
+        `manual_dir`; the message says where to register and put them.
+    """
+    config = ("default" if min_length == 300 else IamOnDbConfig(
+        name=f"min_length_{min_length}", min_length=min_length))
+    builder = IamOnDb(config=config, data_dir=data_dir)
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        manual_dir=os.path.expanduser(os.fspath(manual_dir))))
+    splits = {name: read_stroke_split(builder, name)
+              for name in ("train", "validation", "test")}
+    meta = builder.info.metadata
+    stats = (np.asarray(meta["offset_mean"]), np.asarray(meta["offset_std"]))
+    return splits, stats, {"source": meta.get("source"), "num_lines": meta.get("num_lines")}

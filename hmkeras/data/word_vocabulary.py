@@ -125,6 +125,35 @@ class WordVocabulary:
             )
         return cls(kept, unknown_token if (has_unk or dropped) else None)
 
+    @classmethod
+    def from_splits(cls, train, others=(), max_size=None):
+        """The vocabulary of the `train` sentences that encodes `others` too.
+
+        `from_sentences(train, max_size)`, with ``<unk>`` added when a
+        sentence of `others` (the validation and test splits) holds a word
+        the vocabulary lacks. PTB and WikiText-2 carry ``<unk>`` in their
+        training text already; a generated corpus or your own text may not.
+
+        Args:
+          train: iterable of token lists, the training split.
+          others: the other splits, each an iterable of token lists.
+          max_size: largest vocabulary (special tokens included), or None.
+
+        Example:
+
+        >>> vocab = WordVocabulary.from_splits([["a", "b"]], others=[[["a", "c"]]])
+        >>> vocab.words, vocab.encode(["c"]).tolist()
+        (['<pad>', '<eos>', '<unk>', 'a', 'b'], [2])
+        >>> print(WordVocabulary.from_splits([["a", "b"]], [[["b"]]]).unknown_token)
+        None
+        """
+        vocab = cls.from_sentences(train, max_size=max_size)
+        if vocab.unknown_token is None and any(vocab.count_unknown(part) for part in others):
+            words = vocab.words[2:]
+            vocab = cls(words if max_size is None else words[: max_size - 3],
+                        unknown_token=UNK)
+        return vocab
+
     # ------------------------------------------------------------------ ids
     @property
     def words(self) -> list:

@@ -15,8 +15,13 @@
   character LM (`TrainingSchedule`, `train_truncated_bptt`), with the
   callbacks `epoch_summaries.EpochSummaries` (TensorBoard scalars) and
   `epoch_progbar.EpochProgbar`.
-* `run_directory`: a run's directory on a rerun (resume, refuse or
-  overwrite; finished results kept; strict-JSON results; `RunClock`).
+* `epoch_run`: a resumable run of whole epochs, one `fit` each
+  (`EpochSchedule`, `train_epochs`): the learning rate of every epoch,
+  validation logs, the best weights, early stopping; used for the word
+  LM and the handwriting model.
+* `run_directory`: a run's directory: the files that rebuild it, and what
+  a rerun does (resume, refuse or overwrite; finished results kept;
+  strict-JSON results; `RunClock`).
 """
 
 from hmkeras.training.boundary_monitor import BoundaryCollapseWarning

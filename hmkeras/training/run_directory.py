@@ -9,10 +9,12 @@ into the same directory does:
   compares the new settings with its `settings.json`
   (`settings_changes`): a changed model setting is refused, other changes
   resume the run.
+* `write_run_files`: what rebuilds the run, written before training
+  (`model_config.json`, `settings.json`, `vocabulary.json`).
 * `check_model_config`: refuses a saved `model_config.json` that the new
   configuration does not match (the same settings on other data).
 * `finished_results`: the `results.json` of a run that needs no more
-  epochs, read back unchanged, so a rerun never loses results.
+  epochs (or steps), read back unchanged, so a rerun never loses results.
 * `write_results`: results as strict JSON (NaN / inf written as null).
 * `removing_new_empty_dirs`: a failed run leaves no empty directories.
 * `RunClock`: the seconds of a run over every process that trained it.
@@ -43,6 +45,7 @@ import time
 
 SETTINGS = "settings.json"
 MODEL_CONFIG = "model_config.json"
+VOCABULARY = "vocabulary.json"
 RESULTS = "results.json"
 CHECKPOINTS = "checkpoints"
 
@@ -186,6 +189,33 @@ def prepare_run_directory(run_dir, settings, model_keys, overwrite=False,
     return tuple(other)
 
 
+def write_run_files(run_dir, config, settings, vocabulary=None):
+    """Makes `run_dir` and writes what rebuilds the run: `model_config.json`
+    (`config.to_json()`), `settings.json` (`settings`, keys sorted) and,
+    with a `vocabulary`, `vocabulary.json` (`vocabulary.save`).
+
+    Example:
+
+    >>> import tempfile
+    >>> class Config:
+    ...     def to_json(self):
+    ...         return '{"units": 8}'
+    >>> run = os.path.join(tempfile.mkdtemp(), "run")
+    >>> write_run_files(run, Config(), {"units": 8, "cell": "lstm"})
+    >>> sorted(os.listdir(run))
+    ['model_config.json', 'settings.json']
+    >>> settings_changes(run, {"units": 16, "cell": "lstm"}, model_keys=["units"])
+    ({'units': (8, 16)}, {})
+    """
+    os.makedirs(run_dir, exist_ok=True)
+    if vocabulary is not None:
+        vocabulary.save(os.path.join(run_dir, VOCABULARY))
+    with open(os.path.join(run_dir, MODEL_CONFIG), "w") as f:
+        f.write(config.to_json())
+    with open(os.path.join(run_dir, SETTINGS), "w") as f:
+        json.dump(settings, f, indent=2, sort_keys=True)
+
+
 def config_changes(old, new):
     """`{name: (old value, new value)}` of the fields of two configurations
     (dicts) that differ; the entries of a dict field are named
@@ -237,25 +267,30 @@ def check_model_config(run_dir, config):
             "start afresh.")
 
 
-def finished_results(run_dir, max_epochs):
+def finished_results(run_dir, max_epochs, max_steps=0):
     """The `results.json` of a finished run in `run_dir` that asks no more
-    training (it stopped early, or has `max_epochs` epochs), as saved;
-    None otherwise (no results, or a larger `max_epochs` trains on).
+    training (it stopped early, has `max_epochs` epochs or, given
+    `max_steps`, that many `steps`), as saved; None otherwise (no results,
+    or a larger `max_epochs` / `max_steps` trains on).
 
     Example:
 
     >>> import tempfile
     >>> run = tempfile.mkdtemp()
-    >>> write_results(run, {"epochs": 3, "stopped_early": False})
-    >>> finished_results(run, max_epochs=3), finished_results(run, max_epochs=4)
-    ({'epochs': 3, 'stopped_early': False}, None)
+    >>> write_results(run, {"epochs": 3, "steps": 30, "stopped_early": False})
+    >>> finished_results(run, max_epochs=3)["epochs"], finished_results(run, max_epochs=4)
+    (3, None)
+    >>> finished_results(run, max_epochs=4, max_steps=30)["steps"]
+    30
     """
     path = os.path.join(run_dir, RESULTS)
     if not os.path.isfile(path):
         return None
     with open(path) as f:
         results = json.load(f)
-    if not results.get("stopped_early") and results.get("epochs", 0) < max_epochs:
+    steps_done = max_steps and (results.get("steps") or 0) >= max_steps
+    if (not results.get("stopped_early") and results.get("epochs", 0) < max_epochs
+            and not steps_done):
         return None
     return results
 

@@ -6,6 +6,8 @@ import pytest
 from hmkeras.analysis.attention_plot import averaging_matrix
 from hmkeras.analysis.attention_plot import memory_to_matrix
 from hmkeras.analysis.attention_plot import plot_attention
+from hmkeras.analysis.attention_plot import plot_word_lm_attention
+from hmkeras.models.word_language_model import WordLanguageModel
 
 
 def test_memory_to_matrix_places_slots_on_earlier_steps():
@@ -38,3 +40,18 @@ def test_plot_writes_a_png_and_checks_shapes(tmp_path):
         plot_attention(path, ["a"], np.zeros((2, 2)))
     with pytest.raises(ValueError, match="slot_weights"):
         memory_to_matrix(np.zeros(3))
+
+
+def test_plot_of_a_word_lm_reads_its_wrapper(tmp_path):
+    tokens, ids = ["<eos>", "a", "b", "c"], [1, 3, 4, 5]
+    for wrapper in ("average", "attention"):
+        lm = WordLanguageModel(vocab_size=6, units=4, num_layers=1, wrapper=wrapper,
+                               memory_size=2)
+        path = str(tmp_path / f"{wrapper}.png")
+        assert plot_word_lm_attention(path, lm, tokens, ids) == path
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="wrapper='none'"):
+        plot_word_lm_attention(str(tmp_path / "none.png"),
+                               WordLanguageModel(vocab_size=6, units=4, num_layers=1),
+                               tokens, ids)

@@ -121,6 +121,24 @@ def test_builder_filters_normalizes_and_splits(tmp_path):
                                       splits[split][0])
 
 
+def test_load_iam_ondb_reads_every_split_of_its_config(tmp_path):
+    manual = tmp_path / "manual"
+    _write_tree(str(manual), [40, 12, 25, 30, 8, 33, 27, 45, 21, 36, 50, 19, 26, 31])
+    splits, (mean, std), info = iam_ondb.load_iam_ondb(
+        str(manual), data_dir=str(tmp_path / "tfds"), min_length=20)
+    builder = _prepare(tmp_path / "direct", manual, min_length=20, name="min20")
+    for split in ("train", "validation", "test"):
+        expected = iam_ondb.read_stroke_split(builder, split)
+        assert len(splits[split]) == len(expected) == info["num_lines"][split]
+        for found, line in zip(splits[split], expected):
+            np.testing.assert_array_equal(found, line)
+    np.testing.assert_allclose(mean, builder.info.metadata["offset_mean"])
+    np.testing.assert_allclose(std, builder.info.metadata["offset_std"])
+    assert os.path.isdir(tmp_path / "tfds" / "iam_ondb" / "min_length_20")
+    with pytest.raises(DatasetFilesNotFoundError, match="register"):
+        iam_ondb.load_iam_ondb(str(tmp_path / "tfds"), data_dir=str(tmp_path / "other"))
+
+
 def test_default_threshold_is_300_and_archive_is_read(tmp_path):
     assert iam_ondb.IamOnDb.BUILDER_CONFIGS[0].min_length == 300
     tree = tmp_path / "tree"

@@ -206,6 +206,22 @@ def test_word_vocabulary_layout_and_unknown_words(tmp_path):
         data.WordVocabulary.from_sentences([["x"]], max_size=2)
 
 
+
+def test_vocabulary_from_splits_adds_unk_only_when_another_split_needs_it():
+    train = [["a", "b", "a"], ["c", "a"]]
+    closed = data.WordVocabulary.from_splits(train, [[["b", "c"]], [["a"]]])
+    assert closed == data.WordVocabulary.from_sentences(train)
+    assert closed.unknown_token is None
+    opened = data.WordVocabulary.from_splits(train, [[["b"]], [["a", "q"]]])
+    assert opened.words == ["<pad>", "<eos>", "<unk>", "a", "b", "c"]
+    assert opened.encode(["q", "c"]).tolist() == [2, 5]
+    # Within max_size: the unknown token takes the rarest word's place.
+    capped = data.WordVocabulary.from_splits(train, [[["q"]]], max_size=5)
+    assert capped.words == ["<pad>", "<eos>", "<unk>", "a", "b"]
+    # A training split that holds <unk> (PTB) needs nothing added.
+    ptb = data.WordVocabulary.from_splits([["a", "<unk>"]], [[["q"]]])
+    assert ptb.words == ["<pad>", "<eos>", "<unk>", "a"]
+
 # ------------------------------------------------------- sentence pipeline
 def _reference_rows(sentences, seq_len, overflow, eos=1):
     rows = []

@@ -107,6 +107,36 @@ def test_results_round_trip_and_finished_runs(tmp_path):
     assert run_directory.finished_results(str(tmp_path), max_epochs=2)["epochs"] == 2
     run_directory.write_results(str(tmp_path), {"epochs": 1, "stopped_early": True})
     assert run_directory.finished_results(str(tmp_path), max_epochs=5)["epochs"] == 1
+    # A run of --max_steps steps is finished for that many steps, not more.
+    run_directory.write_results(str(tmp_path), {"epochs": 0, "steps": 40})
+    assert run_directory.finished_results(str(tmp_path), 2, max_steps=40)["steps"] == 40
+    assert run_directory.finished_results(str(tmp_path), 2, max_steps=41) is None
+    assert run_directory.finished_results(str(tmp_path), 2) is None
+
+
+class _Vocabulary:
+    def save(self, path):
+        with open(path, "w") as f:
+            f.write('{"symbols": "ab"}')
+
+
+def test_run_files_are_what_a_rerun_reads(tmp_path):
+    run = str(tmp_path / "new" / "run")
+    settings = {"units": 8, "cell": "lstm", "segment_lengths": [5, 15]}
+    run_directory.write_run_files(run, _Config(vocab_size=30, units=8), settings,
+                                  vocabulary=_Vocabulary())
+    with open(os.path.join(run, "settings.json")) as f:
+        assert json.load(f) == settings
+    with open(os.path.join(run, "model_config.json")) as f:
+        assert json.load(f) == {"vocab_size": 30, "units": 8}
+    with open(os.path.join(run, "vocabulary.json")) as f:
+        assert json.load(f) == {"symbols": "ab"}
+    assert run_directory.is_run_dir(run)
+    assert run_directory.settings_changes(
+        run, dict(settings, segment_lengths=(5, 15)), ["units"]) == ({}, {})
+    os.mkdir(os.path.join(run, "checkpoints"))
+    with pytest.raises(RunDirectoryError, match="units 8 -> 9"):
+        run_directory.check_model_config(run, _Config(vocab_size=30, units=9))
 
 
 def test_removing_new_empty_dirs_keeps_what_existed_and_what_has_files(tmp_path):
