@@ -41,6 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
+DECODERS = ("autoregressive", "steps")
 # Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
 PAPER_TABLE_2 = {
     "lstm": {"train": 75.80, 4: 81.32, 5: 67.65, 6: 52.70, 7: 41.35},
@@ -70,6 +71,8 @@ flags.DEFINE_float("policy_weight", 1.0, "Weight of the policy loss.", lower_bou
 flags.DEFINE_float("entropy_weight", 0.01, "REINFORCE entropy bonus.", lower_bound=0)
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
+flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
+                  "first digit fed back (the paper) or two learned step inputs.")
 flags.DEFINE_integer("seed", 0, "Seed of the data and the model.", lower_bound=0)
 flags.DEFINE_integer("num_trees", 5, "Test expressions whose tree is printed.",
                      lower_bound=0)
@@ -128,14 +131,27 @@ def to_arrays(examples, width=None):
     return {"tokens": tokens, "operations": operations}, digits
 
 
-def _dataset(examples, batch_size, width, shuffle_seed=None):
+def _dataset(by_length, batch_size, shuffle_seed=None):
+    """Batches of one length each (no padding), from `{length: [MeeExample]}`;
+    shuffled within each length, then the batches, when `shuffle_seed` is
+    given; else in order."""
     import tensorflow as tf
 
-    inputs, digits = to_arrays(examples, width)
-    ds = tf.data.Dataset.from_tensor_slices((inputs, digits))
+    datasets = []
+    for examples in by_length.values():
+        inputs, digits = to_arrays(examples)
+        ds = tf.data.Dataset.from_tensor_slices((inputs, digits))
+        if shuffle_seed is not None:
+            ds = ds.shuffle(len(examples), seed=shuffle_seed,
+                            reshuffle_each_iteration=True)
+        datasets.append(ds.batch(batch_size))
+    ds = datasets[0]
+    for other in datasets[1:]:
+        ds = ds.concatenate(other)
     if shuffle_seed is not None:
-        ds = ds.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size).prefetch(2)
+        ds = ds.shuffle(int(ds.cardinality()), seed=shuffle_seed,
+                        reshuffle_each_iteration=True)
+    return ds.prefetch(2)
 
 
 def run(s):
@@ -144,62 +160,50 @@ def run(s):
     import keras
     import numpy as np
 
-    from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
     from hmkeras.models.expression_model import ExpressionModel
 
     keras.utils.set_random_seed(s["seed"])
     train = load_split("train", s["train_lengths"], s["train_size"], s["seed"])
     valid = load_split("validation", s["train_lengths"], s["valid_size"], s["seed"])
     test = load_split("test", s["test_lengths"], s["test_size"], s["seed"])
-    # One padded width for every split (an expression of length n has 4n + 1
-    # characters), so the training and test functions are traced once.
-    width = 4 * max(s["train_lengths"] + s["test_lengths"]) + 1
+    # Every batch holds one length (4n + 1 characters for n operations): no
+    # padding, and one trace of the training and test functions per length.
     train_all = [e for length in s["train_lengths"] for e in train[length]]
     valid_all = [e for length in s["train_lengths"] for e in valid[length]]
     model = ExpressionModel(
         encoder=s["encoder"], units=s["units"], embedding_dim=s["embedding_dim"],
         max_depth=s["max_depth"], policy_weight=s["policy_weight"],
-        entropy_weight=s["entropy_weight"], reward=s["reward"], seed=s["seed"])
+        entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
+        seed=s["seed"])
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "
           f"{s['train_lengths']}), valid {len(valid_all):,}, test {s['test_size']:,} "
           f"per length {s['test_lengths']}.")
-    model.fit(_dataset(train_all, s["batch_size"], width, shuffle_seed=s["seed"]),
-              validation_data=_dataset(valid_all, s["batch_size"], width),
+    history = model.fit(_dataset(train, s["batch_size"], shuffle_seed=s["seed"]),
+              validation_data=_dataset(valid, s["batch_size"]),
               epochs=s["epochs"], verbose=s["verbose"], shuffle=False)
     parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     print(f"{parameters:,} trainable parameters")
 
-    def accuracy(examples):
-        result = model.evaluate(_dataset(examples, s["batch_size"], width), verbose=0,
+    def accuracy(by_length):
+        result = model.evaluate(_dataset(by_length, s["batch_size"]), verbose=0,
                                 return_dict=True)
         return 100.0 * float(result["accuracy"])
 
     results = {"encoder": s["encoder"], "settings": s,
-               "valid_accuracy": accuracy(valid_all),
-               "test_accuracy": {str(length): accuracy(test[length])
+               "train_accuracy": 100.0 * float(history.history["accuracy"][-1]),
+               "valid_accuracy": accuracy(valid),
+               "test_accuracy": {str(length): accuracy({length: test[length]})
                                  for length in s["test_lengths"]}}
     print_table(results)
-
-    trees = []
-    if s["num_trees"]:
-        sample = test[max(s["train_lengths"])][: s["num_trees"]]
-        inputs, _ = to_arrays(sample)
-        logits, tree = model.analyze(inputs, training=False)
-        predicted = np.argmax(np.asarray(logits), -1)
-        print("\nTrees of the encoder ([ opens at a split, ] closes after a merge):")
-        for row, example in enumerate(sample):
-            guess = int(predicted[row, 0]) * 10 + int(predicted[row, 1])
-            if tree is None:
-                text = "(LSTM: no tree) " + " ".join(example.expression)
-            else:
-                actions = np.asarray(tree[0])[row, : len(example.expression)]
-                text = bracketed_tree(example.expression, actions.astype(int))
-            line = f"{text}   = {example.value} (predicted {guess})"
-            print("  " + line)
-            trees.append(line)
-    results["trees"] = trees
+    print(f"validation accuracy (lengths {s['train_lengths']}): "
+          f"{results['valid_accuracy']:.2f}")
+    if model.cell is not None:
+        results["tree_agreement"] = {str(length): tree_agreement(model, test[length])
+                                     for length in s["test_lengths"]}
+        print_tree_agreement(results["tree_agreement"])
+    results["trees"] = print_trees(model, test[max(s["train_lengths"])][: s["num_trees"]])
     results["parameters"] = parameters
     results["wall_seconds"] = time.time() - started
     if s["output_dir"]:
@@ -209,13 +213,69 @@ def run(s):
     return results
 
 
+def _encoder_trees(model, examples):
+    """The encoder's operations (greedy for REINFORCE) on `examples`, one
+    list per expression, and the predicted values."""
+    import numpy as np
+
+    inputs, _ = to_arrays(examples)
+    logits, tree = model.analyze(inputs, training=False)
+    digits = np.argmax(np.asarray(logits), -1)
+    values = (digits[:, 0] * 10 + digits[:, 1]).tolist()
+    if tree is None:
+        return None, values
+    actions = np.asarray(tree[0]).astype(int)
+    return [actions[row, : len(e.expression)].tolist()
+            for row, e in enumerate(examples)], values
+
+
+def tree_agreement(model, examples):
+    """Bracketing F1 and exact-tree rate of the encoder's trees against the
+    brackets of `examples` (both in %)."""
+    from hmkeras.cells import recurrent_recursive_cell
+
+    actions, _ = _encoder_trees(model, examples)
+    scores = recurrent_recursive_cell.tree_agreement(
+        actions, [e.operations for e in examples])
+    return {name: 100.0 * value for name, value in scores.items()}
+
+
+def print_tree_agreement(agreement):
+    print("\nTrees against the brackets (test, %):")
+    for length, scores in agreement.items():
+        print(f"  L={length}: bracketing F1 {scores['f1']:6.2f}, "
+              f"exact trees {scores['exact']:6.2f}")
+
+
+def print_trees(model, examples):
+    """Prints (and returns) each expression's learned tree above its true one."""
+    from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+
+    if not examples:
+        return []
+    actions, values = _encoder_trees(model, examples)
+    print("\nTrees of the encoder ([ opens at a split, ] closes after a merge), "
+          "each above the true tree:")
+    lines = []
+    for row, example in enumerate(examples):
+        if actions is None:
+            learned = "(LSTM: no tree) " + " ".join(example.expression)
+        else:
+            learned = bracketed_tree(example.expression, actions[row])
+        true = bracketed_tree(example.expression, example.operations)
+        lines.append(f"{learned}   = {example.value} (predicted {values[row]})")
+        print(f"  {lines[-1]}\n  {true}   (true)")
+    return lines
+
+
 def print_table(results):
     """Table 2 layout: this run's accuracies and the paper's row."""
     lengths = list(results["test_accuracy"])
-    header = "model".ljust(34) + "valid".rjust(8) + "".join(
+    header = "model".ljust(34) + "train".rjust(8) + "".join(
         f"L={length}".rjust(8) for length in lengths)
     print("\n" + header)
-    row = f"{results['encoder']} (this run)".ljust(34) + f"{results['valid_accuracy']:8.2f}"
+    row = f"{results['encoder']} (this run, train)".ljust(34)
+    row += f"{results['train_accuracy']:8.2f}"
     row += "".join(f"{results['test_accuracy'][length]:8.2f}" for length in lengths)
     print(row)
     paper = PAPER_TABLE_2.get(results["encoder"])

@@ -353,3 +353,56 @@ def bracketed_tree(tokens, actions):
         else:
             pieces.append(str(token))
     return " ".join(pieces)
+
+
+def tree_spans(actions):
+    """The constituents of a tree: `(first, last)` token positions of every
+    split matched by a later merge (the merge's token included).
+
+    A split left open at the end and a merge with nothing to close give no
+    span.
+
+    >>> sorted(tree_spans([0, 2, 0, 2, 2, 2, 1, 1]))  # "(1+(2+3))"
+    [(0, 7), (2, 6)]
+    """
+    opened, spans = [], set()
+    for position, action in enumerate(actions):
+        action = int(action)
+        if action == SPLIT:
+            opened.append(position)
+        elif action == MERGE and opened:
+            spans.add((opened.pop(), position))
+    return spans
+
+
+def tree_agreement(predicted, gold):
+    """Bracketing F1 and exact-tree match of predicted against gold trees.
+
+    Every tree is a sequence of operation ids (`tree_spans` reads its
+    constituents). The F1 of one tree is `2 |P & G| / (|P| + |G|)` over its
+    predicted and gold span sets (1 when both are empty); the scores are
+    the means over the trees.
+
+    Args:
+        predicted: Iterable of operation-id sequences.
+        gold: Iterable of operation-id sequences, as many as `predicted`.
+
+    Returns:
+        `{"f1": mean F1, "exact": share of trees with the gold span set}`,
+        both in [0, 1].
+
+    >>> tree_agreement([[0, 2, 2, 2, 1], [2, 2, 2, 2, 2]], [[0, 2, 2, 2, 1]] * 2)
+    {'f1': 0.5, 'exact': 0.5}
+    """
+    predicted, gold = list(predicted), list(gold)
+    if len(predicted) != len(gold) or not gold:
+        raise ValueError(
+            "`predicted` and `gold` must hold the same number of trees (at least "
+            f"one). Received: {len(predicted)} and {len(gold)} trees.")
+    f1s, exact = [], []
+    for guess, truth in zip(predicted, gold):
+        guess, truth = tree_spans(guess), tree_spans(truth)
+        total = len(guess) + len(truth)
+        f1s.append(1.0 if total == 0 else 2 * len(guess & truth) / total)
+        exact.append(guess == truth)
+    return {"f1": sum(f1s) / len(f1s), "exact": sum(exact) / len(exact)}
