@@ -51,10 +51,13 @@ PAPER_TABLE_2 = {
 TINY = dict(units=8, embedding_dim=4, train_size=48, valid_size=16, test_size=16,
             epochs=1, batch_size=16, num_trees=2)
 
+QUICK = dict(train_size=10000, valid_size=500, test_size=500, epochs=3)
+
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)
 flags.DEFINE_enum("encoder", "rrnet_supervised", list(ENCODERS), "The encoder.")
 flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
+flags.DEFINE_bool("quick", False, "Less data and fewer epochs: a run of minutes.")
 flags.DEFINE_integer("units", 64, "Encoder and decoder state size.", lower_bound=1)
 flags.DEFINE_integer("embedding_dim", 32, "Character embedding size.", lower_bound=1)
 flags.DEFINE_integer("max_depth", 10, "Stack slots of the RRNet cell.", lower_bound=1)
@@ -94,13 +97,16 @@ def _lengths(name, values):
 
 
 def resolve_settings(flag_values):
-    """The run's settings: flags, `--tiny` for those not given explicitly."""
+    """The run's settings: flags, `--tiny` or `--quick` for those not given
+    explicitly."""
     settings = Settings(**{name: flag_values[name].value for name in flag_values
                            if name in _OWN_FLAGS})
-    if flag_values.tiny:
-        for name, value in TINY.items():
-            if not flag_values[name].present:
-                settings[name] = value
+    if flag_values.tiny and flag_values.quick:
+        raise FlagError("--tiny and --quick are two sizes: give one of them.")
+    preset = TINY if flag_values.tiny else QUICK if flag_values.quick else {}
+    for name, value in preset.items():
+        if not flag_values[name].present:
+            settings[name] = value
     settings["train_lengths"] = _lengths("train_lengths", settings["train_lengths"])
     settings["test_lengths"] = _lengths("test_lengths", settings["test_lengths"])
     return settings
