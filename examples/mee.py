@@ -3,9 +3,11 @@ r"""Math expression evaluation with the RRNet (Jacob et al. 2018, Sec. 3.1, Tabl
 Trains `hmkeras.models.ExpressionModel` (an encoder whose final state
 initialises a two-digit decoder LSTM) on MEE expressions of lengths 4 and 5
 and reports the test accuracy (both digits right) for every length 4-7, as
-in Table 2 of the paper, next to the paper's figures; then prints the trees
-the encoder builds for a few test expressions ("[" opens a sub-tree at a
-split, "]" closes it after a merge).
+in Table 2 of the paper, next to the paper's figures. For the RRNet
+encoders it then prints the agreement of the encoder's trees with the
+brackets per test length (bracketing F1, exact trees) and a few learned
+trees above the true ones ("[" opens a sub-tree at a split, "]" closes it
+after a merge).
 
 Encoders (`--encoder`): `lstm` (baseline), `rrnet_supervised` (the true
 operations: split at "(", merge at ")", recur otherwise; the policy trained
@@ -17,12 +19,17 @@ time) and `rrnet_random` (a random but fixed operation per symbol).
 The data come from `hmkeras.data.mee.generate_expressions` (plain Python,
 deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
 10,000 expressions per length (`--train_size=100000 --valid_size=10000
---test_size=10000`, a GPU job); the defaults are a CPU-sized run.
+--test_size=10000`). The defaults (50,000 / 1,000 / 2,000 per length, 128
+units, 8 epochs of batch 256, Adam 5e-3) are the CPU run of
+`docs/results.md`: about 11 minutes for the LSTM on two cores, several
+times that for the RRNet encoders; `--quick` (10,000 / 500 / 500, 3 epochs)
+runs in minutes.
 
 Examples:
 
     python examples/mee.py --encoder=rrnet_supervised
     python examples/mee.py --encoder=rrnet_reinforce --entropy_weight=0.01
+    python examples/mee.py --encoder=lstm --quick       # minutes
     python examples/mee.py --encoder=lstm --tiny        # a smoke test
 """
 
@@ -58,17 +65,17 @@ _FLAGS_BEFORE = set(FLAGS)
 flags.DEFINE_enum("encoder", "rrnet_supervised", list(ENCODERS), "The encoder.")
 flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
 flags.DEFINE_bool("quick", False, "Less data and fewer epochs: a run of minutes.")
-flags.DEFINE_integer("units", 64, "Encoder and decoder state size.", lower_bound=1)
+flags.DEFINE_integer("units", 128, "Encoder and decoder state size.", lower_bound=1)
 flags.DEFINE_integer("embedding_dim", 32, "Character embedding size.", lower_bound=1)
 flags.DEFINE_integer("max_depth", 10, "Stack slots of the RRNet cell.", lower_bound=1)
 flags.DEFINE_list("train_lengths", ["4", "5"], "Lengths to train (and validate) on.")
 flags.DEFINE_list("test_lengths", ["4", "5", "6", "7"], "Lengths to test on.")
-flags.DEFINE_integer("train_size", 3000, "Training expressions per length.", lower_bound=1)
-flags.DEFINE_integer("valid_size", 500, "Validation expressions per length.", lower_bound=1)
-flags.DEFINE_integer("test_size", 1000, "Test expressions per length.", lower_bound=1)
-flags.DEFINE_integer("epochs", 20, "Training epochs.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 64, "Batch size.", lower_bound=1)
-flags.DEFINE_float("learning_rate", 0.003, "Adam learning rate.", lower_bound=0)
+flags.DEFINE_integer("train_size", 50000, "Training expressions per length.", lower_bound=1)
+flags.DEFINE_integer("valid_size", 1000, "Validation expressions per length.", lower_bound=1)
+flags.DEFINE_integer("test_size", 2000, "Test expressions per length.", lower_bound=1)
+flags.DEFINE_integer("epochs", 8, "Training epochs.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 256, "Batch size.", lower_bound=1)
+flags.DEFINE_float("learning_rate", 0.005, "Adam learning rate.", lower_bound=0)
 flags.DEFINE_float("clip_norm", 5.0, "Gradient-norm clipping.", lower_bound=0)
 flags.DEFINE_float("policy_weight", 1.0, "Weight of the policy loss.", lower_bound=0)
 flags.DEFINE_float("entropy_weight", 0.01, "REINFORCE entropy bonus.", lower_bound=0)
