@@ -28,7 +28,7 @@ runs in minutes.
 Examples:
 
     python examples/mee.py --encoder=rrnet_supervised
-    python examples/mee.py --encoder=rrnet_reinforce --entropy_weight=0.01
+    python examples/mee.py --encoder=rrnet_reinforce --reward=likelihood
     python examples/mee.py --encoder=lstm --quick       # minutes
     python examples/mee.py --encoder=lstm --tiny        # a smoke test
 """
@@ -77,8 +77,10 @@ flags.DEFINE_integer("epochs", 8, "Training epochs.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 256, "Batch size.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 0.005, "Adam learning rate.", lower_bound=0)
 flags.DEFINE_float("clip_norm", 5.0, "Gradient-norm clipping.", lower_bound=0)
-flags.DEFINE_float("policy_weight", 1.0, "Weight of the policy loss.", lower_bound=0)
-flags.DEFINE_float("entropy_weight", 0.01, "REINFORCE entropy bonus.", lower_bound=0)
+flags.DEFINE_float("policy_weight", 0.01, "Weight of the policy loss (it reaches "
+                   "the encoder's weights too; 1 held the encoder on its plateau).",
+                   lower_bound=0)
+flags.DEFINE_float("entropy_weight", 1e-4, "REINFORCE entropy bonus.", lower_bound=0)
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "

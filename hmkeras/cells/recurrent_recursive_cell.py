@@ -147,11 +147,27 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         """Whether the last input column is the given operation id."""
         return self.mode != "reinforce"
 
-    def _matrix(self, name, shape, initializer, draw):
-        return self.add_weight(
-            name=name, shape=shape,
-            initializer=independent_draw(initializer, draw, self.seed),
-        )
+    def _matrix(self, name, shape, initializer, draw, blocks=1):
+        """A weight matrix; with `blocks` > 1 its column blocks (one LSTM
+        unit each) are drawn one by one, each of the shape Keras' `LSTM`
+        draws, so their scale does not shrink with the number of units
+        that share the matrix (a Glorot or orthogonal draw of the whole
+        `(rows, 12 u)` matrix is about 1.7 times smaller and slowed the
+        start of training several-fold)."""
+        if blocks == 1:
+            return self.add_weight(
+                name=name, shape=shape,
+                initializer=independent_draw(initializer, draw, self.seed))
+        parts = [independent_draw(initializer, 100 + 10 * draw + block, self.seed)
+                 for block in range(blocks)]
+
+        def initializer_by_block(shape, dtype=None):
+            rows, columns = shape
+            return tf.concat([part((rows, columns // blocks), dtype=dtype)
+                              for part in parts], axis=1)
+
+        return self.add_weight(name=name, shape=shape,
+                               initializer=initializer_by_block)
 
     def _bias(self, name, num_units):
         """Bias of `num_units` LSTM units, forget gates set to +1."""
@@ -184,9 +200,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         u = self.units
         # F1, F2 and LSTM_R in one product each: columns [F1 | F2 | R].
         self.kernel = self._matrix("kernel", (features, 12 * u),
-                                   self.kernel_initializer, 0)
+                                   self.kernel_initializer, 0, blocks=3)
         self.recurrent_kernel = self._matrix("recurrent_kernel", (u, 12 * u),
-                                             self.recurrent_initializer, 1)
+                                             self.recurrent_initializer, 1, blocks=3)
         self.bias = self._bias("bias", 3)
         # The merge cell: MLP and F4.
         self.merge_kernel = self._matrix("merge_kernel", (2 * u, u),

@@ -78,7 +78,14 @@ class ExpressionModel(keras.Model):
         embedding_dim: Size of the token embedding.
         max_depth: Stack slots of the RRNet cell (deepest nesting).
         policy_weight: Weight of the policy loss (supervised or REINFORCE).
-        entropy_weight: Weight of the entropy bonus (REINFORCE).
+            The policy reads `[h; x]`, so its loss reaches the encoder's
+            weights too; at the start it is the log-likelihood of about 20
+            operations (about 20 log 3 nats), several times the task loss.
+            At weight 1 it held the MEE encoder on its plateau (see
+            `docs/results.md`); Adam scales every weight's step, so the
+            policy's own weights learn as fast at 0.01.
+        entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
+            the ratio 0.01 to `policy_weight`.
         reward: `"accuracy"` or `"likelihood"` (REINFORCE).
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
@@ -87,7 +94,7 @@ class ExpressionModel(keras.Model):
     """
 
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
-                 max_depth=10, policy_weight=1.0, entropy_weight=0.01,
+                 max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
                  reward="accuracy", decoder="autoregressive", seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)

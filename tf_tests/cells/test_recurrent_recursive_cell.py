@@ -339,6 +339,23 @@ def test_bad_inputs():
         cell.split_outputs(np.zeros((2, 5)))
 
 
+def test_each_lstm_unit_is_drawn_like_keras_lstm():
+    # F1, F2 and LSTM_R share one (u, 12u) recurrent matrix; each unit's
+    # (u, 4u) block is orthogonal on its own (rows orthonormal), as in
+    # keras.layers.LSTM, and the blocks differ.
+    cell = RecurrentRecursiveCell(8, max_depth=2, seed=3)
+    cell.build((None, 6))
+    recurrent = np.asarray(cell.recurrent_kernel, np.float64)
+    blocks = np.split(recurrent, 3, axis=1)
+    for block in blocks:
+        np.testing.assert_allclose(block @ block.T, np.eye(8), atol=1e-5)
+    assert not np.allclose(blocks[0], blocks[1])
+    # Glorot-uniform bound of one unit's (features, 4u) kernel.
+    kernel = np.asarray(cell.kernel)
+    bound = np.sqrt(6.0 / (5 + 4 * 8))
+    assert np.abs(kernel).max() <= bound and np.abs(kernel).max() > 0.8 * bound
+
+
 def test_bracketed_tree():
     assert bracketed_tree("((1+2)*3)", [S, S, R, R, R, M, R, R, M]) == \
         "[( [( 1 + 2 )] * 3 )]"
