@@ -152,8 +152,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         unit each) are drawn one by one, each of the shape Keras' `LSTM`
         draws, so their scale does not shrink with the number of units
         that share the matrix (a Glorot or orthogonal draw of the whole
-        `(rows, 12 u)` matrix is about 1.7 times smaller and slowed the
-        start of training several-fold)."""
+        `(rows, 12 u)` matrix is about 1.7 times smaller)."""
         if blocks == 1:
             return self.add_weight(
                 name=name, shape=shape,
