@@ -24,7 +24,7 @@ digit, the true one in training (teacher forcing) and its own greedy
 choice in `call` / `predict`.  A right answer needs a right first digit,
 so the training accuracy (both digits right under teacher forcing) is the
 greedy decoder's.  `decoder="steps"` feeds two learned step embeddings
-instead (no feedback; about 5 points less accuracy at length 4 in
+instead (no feedback; 4-6 points less accuracy for the LSTM encoder in
 `docs/results.md`).
 
 Inputs are a dict `{"tokens": (batch, T) int, "operations": (batch, T)
