@@ -3,9 +3,11 @@ r"""Math expression evaluation with the RRNet (Jacob et al. 2018, Sec. 3.1, Tabl
 Trains `hmkeras.models.ExpressionModel` (an encoder whose final state
 initialises a two-digit decoder LSTM) on MEE expressions of lengths 4 and 5
 and reports the test accuracy (both digits right) for every length 4-7, as
-in Table 2 of the paper, next to the paper's figures; then prints the trees
-the encoder builds for a few test expressions ("[" opens a sub-tree at a
-split, "]" closes it after a merge).
+in Table 2 of the paper, next to the paper's figures. For the RRNet
+encoders it then prints the agreement of the encoder's trees with the
+brackets per test length (bracketing F1, exact trees) and a few learned
+trees above the true ones ("[" opens a sub-tree at a split, "]" closes it
+after a merge).
 
 Encoders (`--encoder`): `lstm` (baseline), `rrnet_supervised` (the true
 operations: split at "(", merge at ")", recur otherwise; the policy trained
@@ -17,12 +19,17 @@ time) and `rrnet_random` (a random but fixed operation per symbol).
 The data come from `hmkeras.data.mee.generate_expressions` (plain Python,
 deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
 10,000 expressions per length (`--train_size=100000 --valid_size=10000
---test_size=10000`, a GPU job); the defaults are a CPU-sized run.
+--test_size=10000`). The defaults (50,000 / 1,000 / 2,000 per length, 128
+units, 8 epochs of batch 256, Adam 5e-3) are the CPU run of
+`docs/results.md`: 5-11 minutes for the LSTM on a loaded 2-core machine,
+about 40 for the RRNet encoders; `--quick` (10,000 / 500 / 500, 3 epochs)
+runs in minutes, a smoke test (the models are still near chance).
 
 Examples:
 
     python examples/mee.py --encoder=rrnet_supervised
-    python examples/mee.py --encoder=rrnet_reinforce --entropy_weight=0.01
+    python examples/mee.py --encoder=rrnet_reinforce --reward=likelihood
+    python examples/mee.py --encoder=lstm --quick       # minutes
     python examples/mee.py --encoder=lstm --tiny        # a smoke test
 """
 
@@ -41,6 +48,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
+DECODERS = ("autoregressive", "steps")
 # Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
 PAPER_TABLE_2 = {
     "lstm": {"train": 75.80, 4: 81.32, 5: 67.65, 6: 52.70, 7: 41.35},
@@ -50,26 +58,33 @@ PAPER_TABLE_2 = {
 TINY = dict(units=8, embedding_dim=4, train_size=48, valid_size=16, test_size=16,
             epochs=1, batch_size=16, num_trees=2)
 
+QUICK = dict(train_size=10000, valid_size=500, test_size=500, epochs=3)
+
 FLAGS = flags.FLAGS
 _FLAGS_BEFORE = set(FLAGS)
 flags.DEFINE_enum("encoder", "rrnet_supervised", list(ENCODERS), "The encoder.")
 flags.DEFINE_bool("tiny", False, "Shrink the model and the data (tests).")
-flags.DEFINE_integer("units", 64, "Encoder and decoder state size.", lower_bound=1)
+flags.DEFINE_bool("quick", False, "Less data and fewer epochs: a run of minutes.")
+flags.DEFINE_integer("units", 128, "Encoder and decoder state size.", lower_bound=1)
 flags.DEFINE_integer("embedding_dim", 32, "Character embedding size.", lower_bound=1)
 flags.DEFINE_integer("max_depth", 10, "Stack slots of the RRNet cell.", lower_bound=1)
 flags.DEFINE_list("train_lengths", ["4", "5"], "Lengths to train (and validate) on.")
 flags.DEFINE_list("test_lengths", ["4", "5", "6", "7"], "Lengths to test on.")
-flags.DEFINE_integer("train_size", 3000, "Training expressions per length.", lower_bound=1)
-flags.DEFINE_integer("valid_size", 500, "Validation expressions per length.", lower_bound=1)
-flags.DEFINE_integer("test_size", 1000, "Test expressions per length.", lower_bound=1)
-flags.DEFINE_integer("epochs", 20, "Training epochs.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 64, "Batch size.", lower_bound=1)
-flags.DEFINE_float("learning_rate", 0.003, "Adam learning rate.", lower_bound=0)
+flags.DEFINE_integer("train_size", 50000, "Training expressions per length.", lower_bound=1)
+flags.DEFINE_integer("valid_size", 1000, "Validation expressions per length.", lower_bound=1)
+flags.DEFINE_integer("test_size", 2000, "Test expressions per length.", lower_bound=1)
+flags.DEFINE_integer("epochs", 8, "Training epochs.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 256, "Batch size.", lower_bound=1)
+flags.DEFINE_float("learning_rate", 0.005, "Adam learning rate.", lower_bound=0)
 flags.DEFINE_float("clip_norm", 5.0, "Gradient-norm clipping.", lower_bound=0)
-flags.DEFINE_float("policy_weight", 1.0, "Weight of the policy loss.", lower_bound=0)
-flags.DEFINE_float("entropy_weight", 0.01, "REINFORCE entropy bonus.", lower_bound=0)
+flags.DEFINE_float("policy_weight", 0.01, "Weight of the policy loss (it reaches "
+                   "the encoder's weights too; 1 held the encoder on its plateau).",
+                   lower_bound=0)
+flags.DEFINE_float("entropy_weight", 1e-4, "REINFORCE entropy bonus.", lower_bound=0)
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
+flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
+                  "first digit fed back (the paper) or two learned step inputs.")
 flags.DEFINE_integer("seed", 0, "Seed of the data and the model.", lower_bound=0)
 flags.DEFINE_integer("num_trees", 5, "Test expressions whose tree is printed.",
                      lower_bound=0)
@@ -91,13 +106,16 @@ def _lengths(name, values):
 
 
 def resolve_settings(flag_values):
-    """The run's settings: flags, `--tiny` for those not given explicitly."""
+    """The run's settings: flags, `--tiny` or `--quick` for those not given
+    explicitly."""
     settings = Settings(**{name: flag_values[name].value for name in flag_values
                            if name in _OWN_FLAGS})
-    if flag_values.tiny:
-        for name, value in TINY.items():
-            if not flag_values[name].present:
-                settings[name] = value
+    if flag_values.tiny and flag_values.quick:
+        raise FlagError("--tiny and --quick are two sizes: give one of them.")
+    preset = TINY if flag_values.tiny else QUICK if flag_values.quick else {}
+    for name, value in preset.items():
+        if not flag_values[name].present:
+            settings[name] = value
     settings["train_lengths"] = _lengths("train_lengths", settings["train_lengths"])
     settings["test_lengths"] = _lengths("test_lengths", settings["test_lengths"])
     return settings
@@ -128,14 +146,27 @@ def to_arrays(examples, width=None):
     return {"tokens": tokens, "operations": operations}, digits
 
 
-def _dataset(examples, batch_size, width, shuffle_seed=None):
+def _dataset(by_length, batch_size, shuffle_seed=None):
+    """Batches of one length each (no padding), from `{length: [MeeExample]}`;
+    shuffled within each length, then the batches, when `shuffle_seed` is
+    given; else in order."""
     import tensorflow as tf
 
-    inputs, digits = to_arrays(examples, width)
-    ds = tf.data.Dataset.from_tensor_slices((inputs, digits))
+    datasets = []
+    for examples in by_length.values():
+        inputs, digits = to_arrays(examples)
+        ds = tf.data.Dataset.from_tensor_slices((inputs, digits))
+        if shuffle_seed is not None:
+            ds = ds.shuffle(len(examples), seed=shuffle_seed,
+                            reshuffle_each_iteration=True)
+        datasets.append(ds.batch(batch_size))
+    ds = datasets[0]
+    for other in datasets[1:]:
+        ds = ds.concatenate(other)
     if shuffle_seed is not None:
-        ds = ds.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size).prefetch(2)
+        ds = ds.shuffle(int(ds.cardinality()), seed=shuffle_seed,
+                        reshuffle_each_iteration=True)
+    return ds.prefetch(2)
 
 
 def run(s):
@@ -144,62 +175,50 @@ def run(s):
     import keras
     import numpy as np
 
-    from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
     from hmkeras.models.expression_model import ExpressionModel
 
     keras.utils.set_random_seed(s["seed"])
     train = load_split("train", s["train_lengths"], s["train_size"], s["seed"])
     valid = load_split("validation", s["train_lengths"], s["valid_size"], s["seed"])
     test = load_split("test", s["test_lengths"], s["test_size"], s["seed"])
-    # One padded width for every split (an expression of length n has 4n + 1
-    # characters), so the training and test functions are traced once.
-    width = 4 * max(s["train_lengths"] + s["test_lengths"]) + 1
+    # Every batch holds one length (4n + 1 characters for n operations): no
+    # padding, and one trace of the training and test functions per length.
     train_all = [e for length in s["train_lengths"] for e in train[length]]
     valid_all = [e for length in s["train_lengths"] for e in valid[length]]
     model = ExpressionModel(
         encoder=s["encoder"], units=s["units"], embedding_dim=s["embedding_dim"],
         max_depth=s["max_depth"], policy_weight=s["policy_weight"],
-        entropy_weight=s["entropy_weight"], reward=s["reward"], seed=s["seed"])
+        entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
+        seed=s["seed"])
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "
           f"{s['train_lengths']}), valid {len(valid_all):,}, test {s['test_size']:,} "
           f"per length {s['test_lengths']}.")
-    model.fit(_dataset(train_all, s["batch_size"], width, shuffle_seed=s["seed"]),
-              validation_data=_dataset(valid_all, s["batch_size"], width),
+    history = model.fit(_dataset(train, s["batch_size"], shuffle_seed=s["seed"]),
+              validation_data=_dataset(valid, s["batch_size"]),
               epochs=s["epochs"], verbose=s["verbose"], shuffle=False)
     parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     print(f"{parameters:,} trainable parameters")
 
-    def accuracy(examples):
-        result = model.evaluate(_dataset(examples, s["batch_size"], width), verbose=0,
+    def accuracy(by_length):
+        result = model.evaluate(_dataset(by_length, s["batch_size"]), verbose=0,
                                 return_dict=True)
         return 100.0 * float(result["accuracy"])
 
     results = {"encoder": s["encoder"], "settings": s,
-               "valid_accuracy": accuracy(valid_all),
-               "test_accuracy": {str(length): accuracy(test[length])
+               "train_accuracy": 100.0 * float(history.history["accuracy"][-1]),
+               "valid_accuracy": accuracy(valid),
+               "test_accuracy": {str(length): accuracy({length: test[length]})
                                  for length in s["test_lengths"]}}
     print_table(results)
-
-    trees = []
-    if s["num_trees"]:
-        sample = test[max(s["train_lengths"])][: s["num_trees"]]
-        inputs, _ = to_arrays(sample)
-        logits, tree = model.analyze(inputs, training=False)
-        predicted = np.argmax(np.asarray(logits), -1)
-        print("\nTrees of the encoder ([ opens at a split, ] closes after a merge):")
-        for row, example in enumerate(sample):
-            guess = int(predicted[row, 0]) * 10 + int(predicted[row, 1])
-            if tree is None:
-                text = "(LSTM: no tree) " + " ".join(example.expression)
-            else:
-                actions = np.asarray(tree[0])[row, : len(example.expression)]
-                text = bracketed_tree(example.expression, actions.astype(int))
-            line = f"{text}   = {example.value} (predicted {guess})"
-            print("  " + line)
-            trees.append(line)
-    results["trees"] = trees
+    print(f"validation accuracy (lengths {s['train_lengths']}): "
+          f"{results['valid_accuracy']:.2f}")
+    if model.cell is not None:
+        results["tree_agreement"] = {str(length): tree_agreement(model, test[length])
+                                     for length in s["test_lengths"]}
+        print_tree_agreement(results["tree_agreement"])
+    results["trees"] = print_trees(model, test[max(s["train_lengths"])][: s["num_trees"]])
     results["parameters"] = parameters
     results["wall_seconds"] = time.time() - started
     if s["output_dir"]:
@@ -209,13 +228,69 @@ def run(s):
     return results
 
 
+def _encoder_trees(model, examples):
+    """The encoder's operations (greedy for REINFORCE) on `examples`, one
+    list per expression, and the predicted values."""
+    import numpy as np
+
+    inputs, _ = to_arrays(examples)
+    logits, tree = model.analyze(inputs, training=False)
+    digits = np.argmax(np.asarray(logits), -1)
+    values = (digits[:, 0] * 10 + digits[:, 1]).tolist()
+    if tree is None:
+        return None, values
+    actions = np.asarray(tree[0]).astype(int)
+    return [actions[row, : len(e.expression)].tolist()
+            for row, e in enumerate(examples)], values
+
+
+def tree_agreement(model, examples):
+    """Bracketing F1 and exact-tree rate of the encoder's trees against the
+    brackets of `examples` (both in %)."""
+    from hmkeras.cells import recurrent_recursive_cell
+
+    actions, _ = _encoder_trees(model, examples)
+    scores = recurrent_recursive_cell.tree_agreement(
+        actions, [e.operations for e in examples])
+    return {name: 100.0 * value for name, value in scores.items()}
+
+
+def print_tree_agreement(agreement):
+    print("\nTrees against the brackets (test, %):")
+    for length, scores in agreement.items():
+        print(f"  L={length}: bracketing F1 {scores['f1']:6.2f}, "
+              f"exact trees {scores['exact']:6.2f}")
+
+
+def print_trees(model, examples):
+    """Prints (and returns) each expression's learned tree above its true one."""
+    from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+
+    if not examples:
+        return []
+    actions, values = _encoder_trees(model, examples)
+    print("\nTrees of the encoder ([ opens at a split, ] closes after a merge), "
+          "each above the true tree:")
+    lines = []
+    for row, example in enumerate(examples):
+        if actions is None:
+            learned = "(LSTM: no tree) " + " ".join(example.expression)
+        else:
+            learned = bracketed_tree(example.expression, actions[row])
+        true = bracketed_tree(example.expression, example.operations)
+        lines.append(f"{learned}   = {example.value} (predicted {values[row]})")
+        print(f"  {lines[-1]}\n  {true}   (true)")
+    return lines
+
+
 def print_table(results):
     """Table 2 layout: this run's accuracies and the paper's row."""
     lengths = list(results["test_accuracy"])
-    header = "model".ljust(34) + "valid".rjust(8) + "".join(
+    header = "model".ljust(34) + "train".rjust(8) + "".join(
         f"L={length}".rjust(8) for length in lengths)
     print("\n" + header)
-    row = f"{results['encoder']} (this run)".ljust(34) + f"{results['valid_accuracy']:8.2f}"
+    row = f"{results['encoder']} (this run, train)".ljust(34)
+    row += f"{results['train_accuracy']:8.2f}"
     row += "".join(f"{results['test_accuracy'][length]:8.2f}" for length in lengths)
     print(row)
     paper = PAPER_TABLE_2.get(results["encoder"])

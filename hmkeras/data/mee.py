@@ -41,6 +41,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
+import math
 import random
 
 import numpy as np
@@ -48,7 +49,8 @@ import tensorflow_datasets as tfds
 
 __all__ = [
     "MeeExample", "Mee", "MeeConfig", "generate_expressions", "encode_expression",
-    "expression_operations", "evaluate_expression", "VOCABULARY", "MEE_SPLITS",
+    "expression_operations", "evaluate_expression", "check_expression",
+    "max_expressions", "VOCABULARY", "MEE_SPLITS",
     "SPLIT_OPERATION", "MERGE_OPERATION", "RECUR_OPERATION",
 ]
 
@@ -68,12 +70,50 @@ MeeExample.__doc__ = """One MEE expression: its text, its value (10..99) and
 the tuple of ground-truth operation ids, one per character."""
 
 
+def check_expression(expression):
+    """Raises a `ValueError` naming `expression` for a character outside
+    `VOCABULARY` or unbalanced brackets; returns the expression.
+
+    >>> check_expression("((1+2)*3)")
+    '((1+2)*3)'
+    """
+    if not isinstance(expression, str):
+        raise ValueError(f"`expression` must be a string. Received: {expression!r}")
+    unknown = sorted(set(expression) - set(VOCABULARY))
+    if unknown:
+        raise ValueError(
+            f"`expression` may hold only the characters {VOCABULARY!r}. Received: "
+            f"expression={expression!r} (unknown: {''.join(unknown)!r})")
+    depth = 0
+    for char in expression:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        raise ValueError(
+            f"`expression` must have balanced brackets. Received: expression={expression!r}")
+    return expression
+
+
+def max_expressions(length):
+    """How many distinct expressions of `length` operations there are,
+    whatever their values: Catalan(length) tree shapes times 10 digits per
+    leaf and 4 operators per node (an upper bound of what a split holds).
+
+    >>> max_expressions(1), max_expressions(2)
+    (400, 32000)
+    """
+    shapes = math.comb(2 * length, length) // (length + 1)
+    return shapes * 10 ** (length + 1) * len(OPERATORS) ** length
+
+
 def expression_operations(expression):
     """Ground-truth operations: split at "(", merge at ")", recur otherwise.
 
     >>> expression_operations("(1+2)")
     (0, 2, 2, 2, 1)
     """
+    check_expression(expression)
     table = {"(": SPLIT_OPERATION, ")": MERGE_OPERATION}
     return tuple(table.get(char, RECUR_OPERATION) for char in expression)
 
@@ -96,24 +136,31 @@ def evaluate_expression(expression):
     >>> evaluate_expression("((7-2)%3)")
     2
     """
+    check_expression(expression)
     def parse(position):
+        if position >= len(expression):
+            raise ValueError(f"`expression` ends early: {expression!r}.")
         char = expression[position]
         if char.isdigit():
             return int(char), position + 1
         if char != "(":
-            raise ValueError(f"Unexpected {char!r} at {position} in {expression!r}.")
+            raise ValueError(
+                f"`expression`: unexpected {char!r} at {position} in {expression!r}.")
         left, position = parse(position + 1)
+        if position >= len(expression) or expression[position] not in OPERATORS:
+            raise ValueError(
+                f"`expression`: expected an operator at {position} in {expression!r}.")
         operator = expression[position]
         right, position = parse(position + 1)
-        if expression[position] != ")":
-            raise ValueError(f"Expected ')' at {position} in {expression!r}.")
+        if position >= len(expression) or expression[position] != ")":
+            raise ValueError(f"`expression`: expected ')' at {position} in {expression!r}.")
         if left is None or right is None:
             return None, position + 1
         return _apply(operator, left, right), position + 1
 
     value, end = parse(0)
     if end != len(expression):
-        raise ValueError(f"Trailing characters in {expression!r}.")
+        raise ValueError(f"`expression`: trailing characters in {expression!r}.")
     return value
 
 
@@ -162,6 +209,10 @@ def generate_expressions(length, split, count, seed=0, max_attempts=None):
         raise ValueError(f"`split` must be one of {list(MEE_SPLITS)}. Received: split={split!r}")
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValueError(f"`count` must be a non-negative integer. Received: count={count!r}")
+    if count > max_expressions(length):
+        raise ValueError(
+            f"`count` must be at most {max_expressions(length):,}, the number of "
+            f"distinct expressions of `length` {length}. Received: count={count}")
     if max_attempts is None:
         max_attempts = 2000 * count + 100_000
     buckets = _BUCKETS[split]
@@ -191,6 +242,7 @@ def encode_expression(expression):
     >>> encode_expression("(1+2)").tolist()
     [15, 2, 11, 3, 16]
     """
+    check_expression(expression)
     return np.array([VOCABULARY.index(char) + 1 for char in expression], np.int32)
 
 
@@ -222,6 +274,14 @@ class MeeConfig(tfds.core.BuilderConfig):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(
                     f"`{field}` must be a positive integer. Received: {field}={value!r}")
+        largest = max(self.train_size, self.valid_size, self.test_size)
+        short = [n for n in self.lengths if max_expressions(n) < largest]
+        if short:
+            raise ValueError(
+                f"`lengths` {short} have fewer distinct expressions than the "
+                f"largest split size {largest:,} (length 1: "
+                f"{max_expressions(1):,}, length 2: {max_expressions(2):,}). "
+                f"Received: lengths={self.lengths!r}")
 
     def size(self, split):
         return {"train": self.train_size, "validation": self.valid_size,

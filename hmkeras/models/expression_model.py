@@ -17,9 +17,15 @@ initialises a decoder LSTM that emits the two digits of the value.  Encoders
   but fixed operation per symbol (drawn once from `seed`; the paper's
   "random deterministic policies").
 
-The decoder runs two steps; its inputs are two learned step embeddings
-(the previous digit is not fed back, a simplification of the paper's
-sequential decoder), and a softmax over 0-9 reads each step.
+The decoder LSTM runs two steps and a softmax over 0-9 reads each.  By
+default (`decoder="autoregressive"`) it "sequentially generates 2 digits"
+as in the paper: its first input is a start symbol, its second the first
+digit, the true one in training (teacher forcing) and its own greedy
+choice in `call` / `predict`.  A right answer needs a right first digit,
+so the training accuracy (both digits right under teacher forcing) is the
+greedy decoder's.  `decoder="steps"` feeds two learned step embeddings
+instead (no feedback; 4-6 points less accuracy for the LSTM encoder in
+`docs/results.md`).
 
 Inputs are a dict `{"tokens": (batch, T) int, "operations": (batch, T)
 int}`: character ids from `hmkeras.data.mee.encode_expression`, 0-padded
@@ -45,6 +51,7 @@ from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
+DECODERS = ("autoregressive", "steps")
 _ENCODER_MODES = {
     "rrnet_supervised": "supervised",
     "rrnet_reinforce": "reinforce",
@@ -71,15 +78,24 @@ class ExpressionModel(keras.Model):
         embedding_dim: Size of the token embedding.
         max_depth: Stack slots of the RRNet cell (deepest nesting).
         policy_weight: Weight of the policy loss (supervised or REINFORCE).
-        entropy_weight: Weight of the entropy bonus (REINFORCE).
+            The policy reads `[h; x]`, so its loss reaches the encoder's
+            weights too; at the start it is the log-likelihood of about 20
+            operations (about 20 log 3 nats), several times the task loss.
+            At weight 1 it held the MEE encoder on its plateau (see
+            `docs/results.md`); Adam scales every weight's step, so the
+            policy's own weights learn as fast at 0.01.
+        entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
+            the ratio 0.01 to `policy_weight`.
         reward: `"accuracy"` or `"likelihood"` (REINFORCE).
+        decoder: `"autoregressive"` (the first digit fed back) or
+            `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
         **kwargs: Base-model arguments (`name`, ...).
     """
 
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
-                 max_depth=10, policy_weight=1.0, entropy_weight=0.01,
-                 reward="accuracy", seed=None, **kwargs):
+                 max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
+                 reward="accuracy", decoder="autoregressive", seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -92,6 +108,7 @@ class ExpressionModel(keras.Model):
         self.entropy_weight = argument_checks.check_float(
             "entropy_weight", entropy_weight, minimum=0)
         self.reward = argument_checks.check_choice("reward", reward, REWARDS)
+        self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         init = keras.initializers.GlorotUniform(seed=self.seed)
         self.embedding = keras.layers.Embedding(
@@ -110,9 +127,14 @@ class ExpressionModel(keras.Model):
             table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)
             table[0] = RECUR
             self.random_operations = tf.constant(table, tf.int32)
-        self.step_embedding = keras.layers.Embedding(2, embedding_dim, name="steps")
-        self.decoder = keras.layers.LSTM(units, return_sequences=True, name="decoder",
-                                         seed=self.seed)
+        if decoder == "autoregressive":
+            # Ids 0-9: the previous digit; id 10: the start of the value.
+            self.digit_embedding = keras.layers.Embedding(
+                11, embedding_dim, embeddings_initializer=init, name="digits")
+        else:
+            self.step_embedding = keras.layers.Embedding(2, embedding_dim, name="steps")
+        self.decoder = keras.layers.LSTM(units, return_sequences=True, return_state=True,
+                                         name="decoder", seed=self.seed)
         self.readout = keras.layers.Dense(10, name="readout")
         if encoder == "rrnet_reinforce":
             self.baseline = keras.layers.Dense(1, name="baseline")
@@ -130,9 +152,14 @@ class ExpressionModel(keras.Model):
             return tf.gather(self.random_operations, tf.cast(inputs["tokens"], tf.int32))
         return inputs["operations"]
 
-    def analyze(self, inputs, training=False):
+    def analyze(self, inputs, training=False, digits=None):
         """Digit logits `(batch, 2, 10)` and the encoder's per-step
-        `(actions, log_probs, entropies, mask)` (None for the LSTM)."""
+        `(actions, log_probs, entropies, mask)` (None for the LSTM).
+
+        The autoregressive decoder feeds back the true first digit when
+        `digits` (`(batch, 2)`) are given (teacher forcing) and its own
+        greedy first digit otherwise.
+        """
         tokens = tf.cast(inputs["tokens"], tf.int32)
         mask = tokens > 0
         embedded = self.embedding(tokens)
@@ -147,15 +174,37 @@ class ExpressionModel(keras.Model):
             outputs, h, c, _, _ = self.encoder(cell_inputs, mask=mask, training=training)
             _, actions, log_probs, entropies = self.cell.split_outputs(outputs)
             tree = (actions, log_probs, entropies, tf.cast(mask, log_probs.dtype))
-        steps = self.step_embedding(tf.zeros_like(tokens[:, :2]) + tf.range(2))
-        decoded = self.decoder(steps, initial_state=[h, c], training=training)
-        return self.readout(decoded), tree
+        return self._decode([h, c], digits, training), tree
+
+    def _decode(self, state, digits, training):
+        """Logits `(batch, 2, 10)` of the two digits from the encoder's state."""
+        batch_steps = tf.zeros_like(state[0][:, :2], tf.int32) + tf.range(2)
+        if self.decoder_name == "steps":
+            decoded = self.decoder(self.step_embedding(batch_steps),
+                                   initial_state=state, training=training)[0]
+            return self.readout(decoded)
+        start = tf.fill(tf.shape(batch_steps[:, :1]), 10)
+        if digits is not None:
+            # Teacher forcing: inputs [start, true first digit].
+            previous = tf.concat([start, tf.cast(digits, tf.int32)[:, :1]], axis=1)
+            decoded = self.decoder(self.digit_embedding(previous), initial_state=state,
+                                   training=training)[0]
+            return self.readout(decoded)
+        first, *state = self.decoder(self.digit_embedding(start), initial_state=state,
+                                     training=training)
+        first = self.readout(first)
+        guess = tf.argmax(first, axis=-1, output_type=tf.int32)
+        second = self.decoder(self.digit_embedding(guess), initial_state=state,
+                              training=training)[0]
+        return tf.concat([first, self.readout(second)], axis=1)
 
     def call(self, inputs, training=False):
         return self.analyze(inputs, training=training)[0]
 
     def _objective(self, inputs, digits, training):
-        logits, tree = self.analyze(inputs, training=training)
+        # With teacher forcing, "both digits right" is the greedy decoder's
+        # correctness: a right first digit is the one fed back either way.
+        logits, tree = self.analyze(inputs, training=training, digits=digits)
         digits = tf.cast(digits, tf.int32)
         per_digit = keras.losses.sparse_categorical_crossentropy(
             digits, logits, from_logits=True)
@@ -212,5 +261,6 @@ class ExpressionModel(keras.Model):
             "units": self.units, "embedding_dim": self.embedding_dim,
             "max_depth": self.max_depth, "policy_weight": self.policy_weight,
             "entropy_weight": self.entropy_weight, "reward": self.reward,
+            "decoder": self.decoder_name,
             "seed": self.seed,
         }

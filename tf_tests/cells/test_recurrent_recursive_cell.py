@@ -13,6 +13,8 @@ from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.cells.recurrent_recursive_cell import SPLIT
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+from hmkeras.cells.recurrent_recursive_cell import tree_agreement
+from hmkeras.cells.recurrent_recursive_cell import tree_spans
 
 S, M, R = SPLIT, MERGE, RECUR
 
@@ -337,9 +339,59 @@ def test_bad_inputs():
         cell.split_outputs(np.zeros((2, 5)))
 
 
+def test_each_lstm_unit_is_drawn_like_keras_lstm():
+    # F1, F2 and LSTM_R share one (u, 12u) recurrent matrix; each unit's
+    # (u, 4u) block is orthogonal on its own (rows orthonormal), as in
+    # keras.layers.LSTM, and the blocks differ.
+    cell = RecurrentRecursiveCell(8, max_depth=2, seed=3)
+    cell.build((None, 6))
+    recurrent = np.asarray(cell.recurrent_kernel, np.float64)
+    blocks = np.split(recurrent, 3, axis=1)
+    for block in blocks:
+        np.testing.assert_allclose(block @ block.T, np.eye(8), atol=1e-5)
+    assert not np.allclose(blocks[0], blocks[1])
+    # Glorot-uniform bound of one unit's (features, 4u) kernel.
+    kernel = np.asarray(cell.kernel)
+    bound = np.sqrt(6.0 / (5 + 4 * 8))
+    assert np.abs(kernel).max() <= bound and np.abs(kernel).max() > 0.8 * bound
+
+
 def test_bracketed_tree():
     assert bracketed_tree("((1+2)*3)", [S, S, R, R, R, M, R, R, M]) == \
         "[( [( 1 + 2 )] * 3 )]"
+
+
+# "((1+2)*3)": the gold tree and four guesses, with their spans by hand.
+GOLD = [S, S, R, R, R, M, R, R, M]  # spans (0, 8), (1, 5)
+GUESSES = [
+    ([S, R, R, R, R, M, R, R, M], {(0, 5)}),  # a merge with nothing open: no span
+    ([S, S, R, R, R, M, R, R, R], {(1, 5)}),  # the outer split never closed
+    (GOLD, {(0, 8), (1, 5)}),
+    ([S, R, S, R, R, M, R, R, M], {(0, 8), (2, 5)}),
+]
+
+
+def test_tree_spans_on_hand_made_trees():
+    for actions, spans in GUESSES:
+        assert tree_spans(actions) == spans
+    assert tree_spans([R, R, R]) == set()
+
+
+def test_tree_agreement_on_hand_made_trees():
+    # F1 per guess: 0, 2*1/(1+2), 1, 2*1/(2+2); exact only for the third.
+    scores = tree_agreement([g for g, _ in GUESSES], [GOLD] * 4)
+    assert scores["f1"] == pytest.approx((0 + 2 / 3 + 1 + 0.5) / 4)
+    assert scores["exact"] == 0.25
+    # Two trees without constituents agree fully.
+    assert tree_agreement([[R, R]], [[R, R]]) == {"f1": 1.0, "exact": 1.0}
+    assert tree_agreement([[R, R]], [[S, M]]) == {"f1": 0.0, "exact": 0.0}
+
+
+def test_tree_agreement_needs_as_many_trees():
+    with pytest.raises(ValueError, match="`predicted` and `gold`"):
+        tree_agreement([GOLD], [GOLD, GOLD])
+    with pytest.raises(ValueError, match="`predicted` and `gold`"):
+        tree_agreement([], [])
 
 
 def test_operation_ids_agree_with_the_mee_data():

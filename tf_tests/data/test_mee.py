@@ -81,7 +81,7 @@ def test_modulo_is_pythons_and_zero_divisors_are_refused():
 
 def test_too_many_expressions_for_a_length_is_a_clear_error():
     with pytest.raises(ValueError, match="Found only .* length 1"):
-        list(mee.generate_expressions(1, "train", 500, max_attempts=20_000))
+        list(mee.generate_expressions(1, "train", 300, max_attempts=20_000))
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -92,6 +92,34 @@ def test_too_many_expressions_for_a_length_is_a_clear_error():
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         list(mee.generate_expressions(**kwargs))
+
+
+def test_count_beyond_the_distinct_expressions_of_a_length():
+    # Length 1: 10 * 4 * 10 strings; length 2: 2 shapes * 10^3 * 4^2.
+    assert [mee.max_expressions(n) for n in (1, 2, 3)] == [400, 32_000, 5 * 10**4 * 64]
+    with pytest.raises(ValueError, match="`count` must be at most 400.*`length` 1"):
+        next(mee.generate_expressions(1, "train", 401))
+    with pytest.raises(ValueError, match=r"`lengths` \[2\]"):
+        mee.MeeConfig(name="bad", lengths=(2, 4), train_size=40_000)
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("(1+x)", "unknown: 'x'"),
+    ("(1 + 2)", "unknown: ' '"),
+    ("((1+2)", "balanced"),
+    ("(1+2))(", "balanced"),
+])
+def test_bad_expressions_name_the_argument(expression, message):
+    for function in (mee.encode_expression, mee.expression_operations,
+                     mee.evaluate_expression):
+        with pytest.raises(ValueError, match=f"`expression`.*{re.escape(message)}"):
+            function(expression)
+
+
+def test_malformed_but_balanced_expressions():
+    for expression in ("(1+)", "(12+3)", "()"):
+        with pytest.raises(ValueError, match="`expression`"):
+            mee.evaluate_expression(expression)
 
 
 def test_bad_config():

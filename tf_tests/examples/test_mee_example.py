@@ -32,6 +32,10 @@ def test_tiny_reinforce_run_end_to_end(tmp_path, capsys):
     # Table 2 with the paper's row, and two bracketed trees.
     assert "rrnet_reinforce (paper, train)" in printed and "89.42" in printed
     assert len(saved["trees"]) == 2
+    assert set(saved["tree_agreement"]) == {"4", "5", "6", "7"}
+    for scores in saved["tree_agreement"].values():
+        assert 0 <= scores["exact"] <= scores["f1"] <= 100
+    assert "bracketing F1" in printed and printed.count("(true)") == 2
     # The trees' tokens spell the first test expressions of length 5.
     from hmkeras.data import mee
 
@@ -44,16 +48,40 @@ def test_tiny_reinforce_run_end_to_end(tmp_path, capsys):
         assert tree.count("]") <= tree.count("[")
 
 
+def test_supervised_trees_agree_with_the_brackets():
+    from hmkeras.data import mee
+    from hmkeras.models.expression_model import ExpressionModel
+
+    examples = list(mee.generate_expressions(5, "test", 6, seed=1))
+    model = ExpressionModel("rrnet_supervised", units=4, embedding_dim=3, seed=0)
+    assert mee_example.tree_agreement(model, examples) == {"f1": 100.0, "exact": 100.0}
+    # Another tree scores below 100: the all-recur trees of the LSTM-like case.
+    assert mee_example.tree_agreement(_AllRecur(), examples) == {"f1": 0.0, "exact": 0.0}
+
+
+class _AllRecur:
+    """A stand-in encoder whose trees have no constituent."""
+
+    def analyze(self, inputs, training=False):
+        import numpy as np
+
+        tokens = inputs["tokens"]
+        return np.zeros(tokens.shape[:1] + (2, 10)), (np.full(tokens.shape, 2),)
+
+
 def test_tiny_settings():
     s = _settings("--tiny", "--units=12")
     assert s["units"] == 12 and s["train_size"] == mee_example.TINY["train_size"]
     assert s["train_lengths"] == [4, 5] and s["test_lengths"] == [4, 5, 6, 7]
+    quick = _settings("--quick", "--epochs=2")
+    assert quick["epochs"] == 2 and quick["train_size"] == mee_example.QUICK["train_size"]
 
 
 @pytest.mark.parametrize("args, expected", [
     (["--encoder=gru"], ["--encoder=gru", "lstm|rrnet_supervised"]),
     (["--train_lengths=4,x"], ["--train_lengths", "positive integers"]),
     (["--units=0"], ["--units=0"]),
+    (["--tiny", "--quick"], ["--tiny", "--quick"]),
 ])
 def test_bad_flags_are_one_line(args, expected):
     result = subprocess.run(

@@ -22,8 +22,9 @@ def _batch(count=4, length=4):
 
 def test_supervised_encoder_follows_the_brackets_and_its_policy_loss():
     examples, inputs, digits = _batch()
-    model = ExpressionModel("rrnet_supervised", units=6, embedding_dim=4, seed=0)
-    logits, (actions, log_probs, _, mask) = model.analyze(inputs)
+    model = ExpressionModel("rrnet_supervised", units=6, embedding_dim=4,
+                            policy_weight=0.5, seed=0)
+    logits, (actions, log_probs, _, mask) = model.analyze(inputs, digits=digits)
     assert logits.shape == (4, 2, 10)
     for row, e in enumerate(examples):
         n = len(e.expression)
@@ -34,9 +35,39 @@ def test_supervised_encoder_follows_the_brackets_and_its_policy_loss():
     assert float(policy) == pytest.approx(manual, rel=1e-5)
     ce = tf.reduce_mean(tf.reduce_sum(tf.keras.losses.sparse_categorical_crossentropy(
         digits, logits, from_logits=True), -1))
-    assert float(loss) == pytest.approx(float(ce) + manual, rel=1e-5)
-    predicted = np.argmax(np.asarray(logits), -1)
-    assert np.asarray(correct).tolist() == np.all(predicted == digits, -1).tolist()
+    assert float(loss) == pytest.approx(float(ce) + 0.5 * manual, rel=1e-5)
+    greedy = np.argmax(np.asarray(model(inputs)), -1)
+    assert np.asarray(correct).tolist() == np.all(greedy == digits, -1).tolist()
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "rrnet_supervised"])
+def test_autoregressive_decoder_feeds_back_the_first_digit(encoder):
+    _, inputs, digits = _batch(count=8)
+    model = ExpressionModel(encoder, units=6, embedding_dim=4, seed=4)
+    greedy = np.asarray(model(inputs))
+    first = np.argmax(greedy[:, 0], -1)
+    # Teacher forcing with the greedy first digit is the greedy decoder.
+    forced = np.asarray(model.analyze(inputs, digits=np.stack([first, first], 1))[0])
+    np.testing.assert_allclose(forced, greedy, rtol=1e-5, atol=1e-6)
+    # Another first digit changes the second step only.
+    other = np.asarray(model.analyze(
+        inputs, digits=np.stack([(first + 1) % 10, first], 1))[0])
+    np.testing.assert_allclose(other[:, 0], greedy[:, 0], rtol=1e-5, atol=1e-6)
+    assert np.abs(other[:, 1] - greedy[:, 1]).min() > 1e-6
+    # Training (teacher-forced) correctness is the greedy decoder's.
+    digits = np.stack([first, np.argmax(greedy[:, 1], -1)], 1)
+    digits[::2, 1] = (digits[::2, 1] + 1) % 10
+    digits[1::4, 0] = (digits[1::4, 0] + 1) % 10
+    _, correct, _ = model._objective(inputs, digits, training=False)
+    assert np.asarray(correct).tolist() == np.all(
+        np.argmax(greedy, -1) == digits, -1).tolist()
+
+
+def test_step_decoder_ignores_the_targets():
+    _, inputs, digits = _batch()
+    model = ExpressionModel("lstm", units=6, embedding_dim=4, decoder="steps", seed=4)
+    np.testing.assert_allclose(np.asarray(model.analyze(inputs, digits=digits)[0]),
+                               np.asarray(model(inputs)), rtol=1e-6)
 
 
 def test_random_encoder_uses_one_fixed_operation_per_symbol():
@@ -64,6 +95,7 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(reward="bits"), "reward"),
     (dict(units=0), "units"),
     (dict(entropy_weight=-1.0), "entropy_weight"),
+    (dict(decoder="tree"), "decoder"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -72,6 +104,6 @@ def test_bad_arguments(kwargs, name):
 
 def test_config_round_trip():
     model = ExpressionModel("rrnet_reinforce", units=5, embedding_dim=3, max_depth=4,
-                            reward="likelihood", seed=2)
+                            reward="likelihood", decoder="steps", seed=2)
     clone = ExpressionModel.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
