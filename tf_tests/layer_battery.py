@@ -393,6 +393,14 @@ def _expression_inputs():
     return {"tokens": _ids(1), "operations": operations}
 
 
+def _pair_inputs():
+    # two four-token sentences, each one bracketed pair: split, recur, recur, merge
+    operations = np.array([[0, 2, 2, 1], [0, 2, 2, 1]], "int32")
+    tokens = _ids(1)[:, :4]
+    return {"left_tokens": tokens, "left_operations": operations,
+            "right_tokens": tokens[::-1], "right_operations": operations}
+
+
 def _id_spec():
     return tf.TensorSpec((None, None), tf.int32)
 
@@ -410,6 +418,15 @@ MODEL_CASES = [
             "rrnet_supervised", vocab_size=VOCAB, units=4, embedding_dim=3,
             max_depth=2, seed=1),
         _expression_inputs, [{"tokens": None, "operations": None}],
+    ),
+    ModelCase(
+        "PairClassifier", hmkeras.PairClassifier,
+        lambda: hmkeras.PairClassifier(
+            encoder="rrnet_supervised", vocab_size=VOCAB, units=4, embedding_dim=3,
+            hidden_units=4, max_depth=2, seed=1),
+        _pair_inputs,
+        [{key: None for key in ("left_tokens", "left_operations",
+                                "right_tokens", "right_operations")}],
     ),
 ]
 
@@ -433,6 +450,7 @@ NOT_LAYERS = {
     "CharLanguageModelConfig": "a dataclass",
     "EvaluationResult": "a dataclass",
     "ExpressionModel": "a keras.Model subclass: saving checks only (MODEL_CASES)",
+    "PairClassifier": "a keras.Model subclass: saving checks only (MODEL_CASES)",
     "HandwritingModel": "a model builder owning a keras.Model, not a layer",
     "HandwritingModelConfig": "a dataclass",
     "HandwritingTrainer": "a training driver",

@@ -80,7 +80,7 @@ import random
 import numpy as np
 import tensorflow_datasets as tfds
 
-from hmkeras.data.mee import expression_operations
+from hmkeras.data.mee import bracket_operations
 
 __all__ = [
     "LogicPair", "LogicInference", "LogicInferenceConfig", "generate_pairs",
@@ -253,7 +253,7 @@ def sentence_operations(sentence):
     >>> sentence_operations("( not a )")
     (0, 2, 2, 1)
     """
-    return expression_operations(sentence.split())
+    return bracket_operations(sentence.split())
 
 
 def encode_sentence(sentence):

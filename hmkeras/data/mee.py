@@ -49,7 +49,7 @@ import tensorflow_datasets as tfds
 
 __all__ = [
     "MeeExample", "Mee", "MeeConfig", "generate_expressions", "encode_expression",
-    "expression_operations", "evaluate_expression", "check_expression",
+    "bracket_operations", "expression_operations", "evaluate_expression", "check_expression",
     "max_expressions", "VOCABULARY", "MEE_SPLITS",
     "SPLIT_OPERATION", "MERGE_OPERATION", "RECUR_OPERATION",
 ]
@@ -107,15 +107,26 @@ def max_expressions(length):
     return shapes * 10 ** (length + 1) * len(OPERATORS) ** length
 
 
+def bracket_operations(tokens):
+    """Tree operations of bracketed tokens: split at "(", merge at ")", recur
+    otherwise (the ground truth of every bracketed task: MEE, logic).
+
+    >>> bracket_operations(["(", "not", "a", ")"])
+    (0, 2, 2, 1)
+    """
+    table = {"(": SPLIT_OPERATION, ")": MERGE_OPERATION}
+    return tuple(table.get(token, RECUR_OPERATION) for token in tokens)
+
+
 def expression_operations(expression):
-    """Ground-truth operations: split at "(", merge at ")", recur otherwise.
+    """Ground-truth operations of an MEE expression (`bracket_operations`
+    of its characters).
 
     >>> expression_operations("(1+2)")
     (0, 2, 2, 2, 1)
     """
     check_expression(expression)
-    table = {"(": SPLIT_OPERATION, ")": MERGE_OPERATION}
-    return tuple(table.get(char, RECUR_OPERATION) for char in expression)
+    return bracket_operations(expression)
 
 
 def _apply(operator, left, right):
