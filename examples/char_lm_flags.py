@@ -15,8 +15,8 @@ import os
 from absl import flags
 
 from command_line import FlagError  # examples/command_line.py
-from command_line import Settings
 from command_line import flag_errors
+from command_line import settings_from_flags
 import run_directory  # examples/run_directory.py
 
 # TensorFlow (imported lazily, below) reads this when it loads: no C++
@@ -228,14 +228,10 @@ def resolve_settings(flag_values):
     `FLOAT_RANGES`); combinations are checked here (`FlagError`), before
     TensorFlow loads.
     """
-    settings = Settings(**{name: flag_values[name].value for name in flag_values
-                           if name in _OWN_FLAGS})
     overrides = dict(PRESETS[flag_values.preset])
     if flag_values.tiny:
         overrides.update(TINY)
-    for name, value in overrides.items():
-        if not flag_values[name].present:
-            settings[name] = value
+    settings = settings_from_flags(flag_values, _OWN_FLAGS, overrides)
     if settings["no_top_down"]:
         settings["top_down"] = False
     _check_text_file_flags(settings, flag_values)

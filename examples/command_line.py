@@ -70,6 +70,29 @@ class Settings(dict):
         self[name] = value
 
 
+def settings_from_flags(flag_values, own_flags, overrides=()):
+    """The script's own flags as `Settings`, with the values of `overrides`
+    (a preset, `--tiny`: a dict or pairs) for the flags not given on the
+    command line.
+
+    Example:
+
+    >>> from absl import flags
+    >>> values = flags.FlagValues()
+    >>> _ = flags.DEFINE_integer("units", 64, "", flag_values=values)
+    >>> _ = flags.DEFINE_integer("epochs", 8, "", flag_values=values)
+    >>> _ = values(["script", "--epochs=3"])
+    >>> settings_from_flags(values, {"units", "epochs"}, {"units": 8, "epochs": 1})
+    {'units': 8, 'epochs': 3}
+    """
+    settings = Settings(**{name: flag_values[name].value for name in flag_values
+                           if name in own_flags})
+    for name, value in dict(overrides).items():
+        if not flag_values[name].present:
+            settings[name] = value
+    return settings
+
+
 @contextlib.contextmanager
 def flag_errors(*errors, names=(), words=()):
     """Inside it, an exception of the classes `errors` (library errors about

@@ -55,7 +55,7 @@ from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import flag_errors
 from command_line import run_script
-from command_line import Settings
+from command_line import settings_from_flags
 from command_line import stop_if_non_finite
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
@@ -121,12 +121,7 @@ for _name, _ok, _text in (
 
 def resolve_settings(flag_values):
     """The run's settings: the flags, then `--tiny` for flags not given."""
-    settings = Settings(**{name: flag_values[name].value for name in flag_values
-                           if name in _OWN_FLAGS})
-    if flag_values.tiny:
-        for name, value in TINY.items():
-            if not flag_values[name].present:
-                settings[name] = value
+    settings = settings_from_flags(flag_values, _OWN_FLAGS, TINY if flag_values.tiny else {})
     if settings["dataset"] == "iam_ondb" and not settings["manual_dir"]:
         raise FlagError(
             "--dataset=iam_ondb needs --manual_dir=DIR, the folder with "

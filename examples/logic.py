@@ -32,7 +32,7 @@ from absl import flags
 
 from command_line import absl_main  # examples/command_line.py
 from command_line import run_script
-from command_line import Settings
+from command_line import settings_from_flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -74,13 +74,7 @@ _OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
 
 def resolve_settings(flag_values):
     """The run's settings: flags, `--tiny` for those not given explicitly."""
-    settings = Settings(**{name: flag_values[name].value for name in flag_values
-                           if name in _OWN_FLAGS})
-    if flag_values.tiny:
-        for name, value in TINY.items():
-            if not flag_values[name].present:
-                settings[name] = value
-    return settings
+    return settings_from_flags(flag_values, _OWN_FLAGS, TINY if flag_values.tiny else {})
 
 
 def load_split(split, max_operations, size, seed):

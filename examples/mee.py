@@ -42,7 +42,7 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
-from command_line import Settings
+from command_line import settings_from_flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -108,14 +108,10 @@ def _lengths(name, values):
 def resolve_settings(flag_values):
     """The run's settings: flags, `--tiny` or `--quick` for those not given
     explicitly."""
-    settings = Settings(**{name: flag_values[name].value for name in flag_values
-                           if name in _OWN_FLAGS})
     if flag_values.tiny and flag_values.quick:
         raise FlagError("--tiny and --quick are two sizes: give one of them.")
     preset = TINY if flag_values.tiny else QUICK if flag_values.quick else {}
-    for name, value in preset.items():
-        if not flag_values[name].present:
-            settings[name] = value
+    settings = settings_from_flags(flag_values, _OWN_FLAGS, preset)
     settings["train_lengths"] = _lengths("train_lengths", settings["train_lengths"])
     settings["test_lengths"] = _lengths("test_lengths", settings["test_lengths"])
     return settings

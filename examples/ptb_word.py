@@ -78,7 +78,7 @@ from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import flag_errors
 from command_line import run_script
-from command_line import Settings
+from command_line import settings_from_flags
 from command_line import stop_if_non_finite
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
@@ -214,15 +214,12 @@ ONLY_WITH = (
 
 def resolve_settings(flag_values):
     """Settings: the dataset's preset, then --tiny, then explicit flags."""
-    s = Settings(**{name: flag_values[name].value for name in flag_values if name in _OWN})
-    overrides = dict(PRESETS[s["dataset"]])
-    if s["cell"] == "rrnet":
+    overrides = dict(PRESETS[flag_values.dataset])
+    if flag_values.cell == "rrnet":
         overrides.update(RRNET)
-    if s["tiny"]:
+    if flag_values.tiny:
         overrides.update(TINY)
-    for name, value in overrides.items():
-        if not flag_values[name].present:
-            s[name] = value
+    s = settings_from_flags(flag_values, _OWN, overrides)
     for flag, value, names in ONLY_WITH:
         given = [name for name in names if flag_values[name].present]
         if s[flag] != value and given:
