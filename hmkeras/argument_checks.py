@@ -24,17 +24,17 @@ time step (`check_time_steps`).
 It is package-neutral (no import of the library's packages): every
 package imports it as `from hmkeras import argument_checks`.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> check_int("units", np.int64(8), minimum=1)
-8
->>> check_float("slope", np.float32(0.5), minimum=0, exclusive_minimum=True)
-0.5
->>> check_int("units", True, minimum=1)
-Traceback (most recent call last):
-...
-ValueError: `units` must be a positive integer. Received: units=True
+    >>> import numpy as np
+    >>> check_int("units", np.int64(8), minimum=1)
+    8
+    >>> check_float("slope", np.float32(0.5), minimum=0, exclusive_minimum=True)
+    0.5
+    >>> check_int("units", True, minimum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: `units` must be a positive integer. Received: units=True
 """
 
 import math

@@ -16,17 +16,17 @@ past state) into that ``(T, T)`` matrix. `plot_word_lm_attention` draws
 one sentence of a wrapped `hmkeras.models.WordLanguageModel`. It draws
 with the Agg canvas directly (no pyplot state, no GUI backend).
 
-Example:
+Examples:
 
->>> import numpy as np, os, tempfile
->>> slots = np.array([[0.0, 0.0], [0.0, 1.0], [0.25, 0.75]])
->>> memory_to_matrix(slots)
-array([[0.  , 0.  , 0.  ],
-       [1.  , 0.  , 0.  ],
-       [0.25, 0.75, 0.  ]])
->>> path = os.path.join(tempfile.mkdtemp(), "attention.png")
->>> plot_attention(path, ["<eos>", "a", "b"], memory_to_matrix(slots)) == path
-True
+    >>> import numpy as np, os, tempfile
+    >>> slots = np.array([[0.0, 0.0], [0.0, 1.0], [0.25, 0.75]])
+    >>> memory_to_matrix(slots)
+    array([[0.  , 0.  , 0.  ],
+           [1.  , 0.  , 0.  ],
+           [0.25, 0.75, 0.  ]])
+    >>> path = os.path.join(tempfile.mkdtemp(), "attention.png")
+    >>> plot_attention(path, ["<eos>", "a", "b"], memory_to_matrix(slots)) == path
+    True
 """
 
 import numpy as np
@@ -124,14 +124,14 @@ def plot_word_lm_attention(path, lm, tokens, token_ids):
     Returns:
         `path`.
 
-    Example:
+    Examples:
 
-    >>> import os, tempfile
-    >>> from hmkeras.models.word_language_model import WordLanguageModel
-    >>> lm = WordLanguageModel(vocab_size=6, units=4, num_layers=1, wrapper="average")
-    >>> path = os.path.join(tempfile.mkdtemp(), "attention.png")
-    >>> plot_word_lm_attention(path, lm, ["<eos>", "a", "b"], [1, 2, 3]) == path
-    True
+        >>> import os, tempfile
+        >>> from hmkeras.models.word_language_model import WordLanguageModel
+        >>> lm = WordLanguageModel(vocab_size=6, units=4, num_layers=1, wrapper="average")
+        >>> path = os.path.join(tempfile.mkdtemp(), "attention.png")
+        >>> plot_word_lm_attention(path, lm, ["<eos>", "a", "b"], [1, 2, 3]) == path
+        True
     """
     config = lm.config
     if config.wrapper == "attention":

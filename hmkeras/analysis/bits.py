@@ -26,10 +26,10 @@ LN2 = math.log(2.0)
 def nats_to_bits(nats):
     """Converts a loss (or array of losses) from nats to bits: x / ln 2.
 
-    Example:
+    Examples:
 
-    >>> round(nats_to_bits(math.log(2.0)), 12)
-    1.0
+        >>> round(nats_to_bits(math.log(2.0)), 12)
+        1.0
     """
     out = np.asarray(nats, dtype=np.float64) / LN2
     return float(out) if out.ndim == 0 else out
@@ -38,10 +38,10 @@ def nats_to_bits(nats):
 def bits_to_nats(bits):
     """Converts a loss (or array of losses) from bits to nats: x * ln 2.
 
-    Example:
+    Examples:
 
-    >>> round(bits_to_nats(1.0), 6)
-    0.693147
+        >>> round(bits_to_nats(1.0), 6)
+        0.693147
     """
     out = np.asarray(bits, dtype=np.float64) * LN2
     return float(out) if out.ndim == 0 else out
@@ -67,10 +67,10 @@ def bits_per_character(losses, unit="nats"):
     Returns:
         A Python float.
 
-    Example:
+    Examples:
 
-    >>> round(bits_per_character([math.log(2.0), 3 * math.log(2.0)]), 12)
-    2.0
+        >>> round(bits_per_character([math.log(2.0), 3 * math.log(2.0)]), 12)
+        2.0
     """
     values = _to_bits(losses, unit)
     if values.size == 0:
@@ -90,11 +90,11 @@ def bits_per_word(bits_per_symbol, num_symbols, num_words):
     Returns:
         A Python float, `bits_per_symbol * num_symbols / num_words`.
 
-    Example:
+    Examples:
 
-    >>> round(bits_per_word(1.2649, WIKITEXT2_TEST_BYTES,
-    ...                     WIKITEXT2_TEST_WORDS), 4)
-    6.4718
+        >>> round(bits_per_word(1.2649, WIKITEXT2_TEST_BYTES,
+        ...                     WIKITEXT2_TEST_WORDS), 4)
+        6.4718
     """
     if num_symbols <= 0 or num_words <= 0:
         raise ValueError(
@@ -111,11 +111,11 @@ def word_perplexity(bits_per_symbol, num_symbols, num_words):
     The bound of Krause et al. (2017, Section 4.4): Eq. (23) followed by
     exponentiation.
 
-    Example:
+    Examples:
 
-    >>> round(word_perplexity(1.2649, WIKITEXT2_TEST_BYTES,
-    ...                       WIKITEXT2_TEST_WORDS), 1)
-    88.8
+        >>> round(word_perplexity(1.2649, WIKITEXT2_TEST_BYTES,
+        ...                       WIKITEXT2_TEST_WORDS), 1)
+        88.8
     """
     return float(2.0 ** bits_per_word(bits_per_symbol, num_symbols, num_words))
 
@@ -123,10 +123,10 @@ def word_perplexity(bits_per_symbol, num_symbols, num_words):
 def perplexity_to_bits(perplexity):
     """Bits per token of a perplexity: log2(perplexity).
 
-    Example:
+    Examples:
 
-    >>> perplexity_to_bits(8.0)
-    3.0
+        >>> perplexity_to_bits(8.0)
+        3.0
     """
     if perplexity <= 0:
         raise ValueError(

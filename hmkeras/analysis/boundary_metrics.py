@@ -83,13 +83,13 @@ def split_hierarchical_outputs(outputs, layer_sizes):
         `(hiddens, boundaries)`: a list of L arrays `(..., layer_sizes[l])`
         and one array `(..., L - 1)`.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> y = np.arange(8.0)  # units [3, 2, 1]: 6 hidden + 2 boundary columns
-    >>> hiddens, z = split_hierarchical_outputs(y, [3, 2, 1])
-    >>> [h.tolist() for h in hiddens], z.tolist()
-    ([[0.0, 1.0, 2.0], [3.0, 4.0], [5.0]], [6.0, 7.0])
+        >>> import numpy as np
+        >>> y = np.arange(8.0)  # units [3, 2, 1]: 6 hidden + 2 boundary columns
+        >>> hiddens, z = split_hierarchical_outputs(y, [3, 2, 1])
+        >>> [h.tolist() for h in hiddens], z.tolist()
+        ([[0.0, 1.0, 2.0], [3.0, 4.0], [5.0]], [6.0, 7.0])
     """
     sizes = [int(s) for s in layer_sizes]
     if not sizes or any(s <= 0 for s in sizes):
@@ -123,11 +123,11 @@ def z_rates(boundaries, mask=None):
     Returns:
         Array `(L-1,)`: the mean of z^l over all (valid) steps, per layer.
 
-    Example:
+    Examples:
 
-    >>> z = [[1, 0], [1, 1], [0, 0], [1, 0]]
-    >>> z_rates(z).tolist()
-    [0.75, 0.25]
+        >>> z = [[1, 0], [1, 1], [0, 0], [1, 0]]
+        >>> z_rates(z).tolist()
+        [0.75, 0.25]
     """
     z = np.asarray(boundaries, dtype=np.float64)
     if z.ndim < 2:
@@ -170,11 +170,11 @@ def z_ratio(boundaries, mask=None, lower=0, upper=1):
         A Python float. `inf` when the upper rate is 0 and the lower one is
         not, `nan` when both are 0.
 
-    Example:
+    Examples:
 
-    >>> z = [[1, 0], [1, 1], [0, 0], [1, 0]]
-    >>> z_ratio(z)
-    3.0
+        >>> z = [[1, 0], [1, 1], [0, 0], [1, 0]]
+        >>> z_ratio(z)
+        3.0
     """
     rates = z_rates(boundaries, mask)
     for name, index in (("lower", lower), ("upper", upper)):
@@ -212,14 +212,14 @@ def reference_boundaries(text, separators=" \t\n", align="separator"):
     Returns:
         An int array `(len(text),)` of 0/1.
 
-    Example:
+    Examples:
 
-    >>> reference_boundaries("the cat").tolist()
-    [0, 0, 0, 1, 0, 0, 0]
-    >>> reference_boundaries("the cat", align="before").tolist()
-    [0, 0, 1, 0, 0, 0, 0]
-    >>> reference_boundaries("a_b", separators="_", align="after").tolist()
-    [0, 0, 1]
+        >>> reference_boundaries("the cat").tolist()
+        [0, 0, 0, 1, 0, 0, 0]
+        >>> reference_boundaries("the cat", align="before").tolist()
+        [0, 0, 1, 0, 0, 0, 0]
+        >>> reference_boundaries("a_b", separators="_", align="after").tolist()
+        [0, 0, 1]
     """
     _check_align(align)
     is_sep = _separator_mask(text, separators)
@@ -257,10 +257,10 @@ def before_next_unit(last_characters, text, separators=" \t\n"):
     Returns:
         An int array `(len(text),)` of 0/1.
 
-    Example:
+    Examples:
 
-    >>> before_next_unit([0, 1, 0, 0, 1, 0, 1], "ab, c d", " ,").tolist()
-    [0, 0, 0, 1, 0, 1, 0]
+        >>> before_next_unit([0, 1, 0, 0, 1, 0, 1], "ab, c d", " ,").tolist()
+        [0, 0, 0, 1, 0, 1, 0]
     """
     last_characters = np.asarray(last_characters)
     if last_characters.shape != (len(text),):
@@ -348,15 +348,15 @@ def boundary_scores(predicted, reference, tolerance=0, threshold=0.5):
         A `BoundaryScores` namedtuple `(precision, recall, f1,
         true_positives, num_predicted, num_reference)`.
 
-    Example:
+    Examples:
 
-    >>> ref = reference_boundaries("ab cd ef")   # boundaries at 2 and 5
-    >>> pred = [0, 0, 1, 0, 1, 0, 0, 1]          # 2 hit, 4 and 7 missed
-    >>> s = boundary_scores(pred, ref)
-    >>> round(s.precision, 4), s.recall, s.f1
-    (0.3333, 0.5, 0.4)
-    >>> boundary_scores(pred, ref, tolerance=1).recall
-    1.0
+        >>> ref = reference_boundaries("ab cd ef")   # boundaries at 2 and 5
+        >>> pred = [0, 0, 1, 0, 1, 0, 0, 1]          # 2 hit, 4 and 7 missed
+        >>> s = boundary_scores(pred, ref)
+        >>> round(s.precision, 4), s.recall, s.f1
+        (0.3333, 0.5, 0.4)
+        >>> boundary_scores(pred, ref, tolerance=1).recall
+        1.0
     """
     if isinstance(tolerance, bool) or int(tolerance) != tolerance or (
         tolerance < 0
@@ -431,15 +431,15 @@ def aligned_boundary_scores(predicted, references, tolerance=0, threshold=0.5):
     Returns:
         An `AlignedBoundaryScores(best, scores)`.
 
-    Example:
+    Examples:
 
-    >>> text = "ab cd ef"
-    >>> refs = {"separator": reference_boundaries(text),
-    ...         "last_char": reference_boundaries(text, align="before")}
-    >>> pred = [0, 1, 0, 0, 1, 0, 0, 0]   # on the last letters of ab, cd
-    >>> aligned = aligned_boundary_scores(pred, refs)
-    >>> aligned.best, aligned.headline.f1, aligned.scores["separator"].f1
-    ('last_char', 1.0, 0.0)
+        >>> text = "ab cd ef"
+        >>> refs = {"separator": reference_boundaries(text),
+        ...         "last_char": reference_boundaries(text, align="before")}
+        >>> pred = [0, 1, 0, 0, 1, 0, 0, 0]   # on the last letters of ab, cd
+        >>> aligned = aligned_boundary_scores(pred, refs)
+        >>> aligned.best, aligned.headline.f1, aligned.scores["separator"].f1
+        ('last_char', 1.0, 0.0)
     """
     if not isinstance(references, dict) or not references:
         received = (repr(references) if isinstance(references, dict)
@@ -476,12 +476,12 @@ def layer_boundary_scores(boundaries, references, tolerance=0, threshold=0.5):
     Returns:
         A list of L-1 `AlignedBoundaryScores`, bottom layer first.
 
-    Example:
+    Examples:
 
-    >>> refs = {"separator": [0, 0, 1, 0], "last_char": [0, 1, 0, 0]}
-    >>> z = [[0, 0], [0, 0], [1, 1], [0, 0]]
-    >>> [s.best for s in layer_boundary_scores(z, refs)]
-    ['separator', 'separator']
+        >>> refs = {"separator": [0, 0, 1, 0], "last_char": [0, 1, 0, 0]}
+        >>> z = [[0, 0], [0, 0], [1, 1], [0, 0]]
+        >>> [s.best for s in layer_boundary_scores(z, refs)]
+        ['separator', 'separator']
     """
     z = np.asarray(boundaries)
     if z.ndim != 2:
@@ -623,22 +623,22 @@ def token_scores(predicted, reference, separators=" \t\n", align="separator",
         true_positives, num_predicted, num_reference)` counting tokens,
         summed over the rows.
 
-    Example:
+    Examples:
 
-    >>> text = "the cat sat"
-    >>> on_spaces = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]      # "the |cat |sat"
-    >>> token_scores(on_spaces, text).f1
-    1.0
-    >>> on_last_letters = [0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]  # "the| cat| sat"
-    >>> token_scores(on_last_letters, text).f1
-    1.0
-    >>> s = token_scores([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], text)  # "the |cat sat"
-    >>> s.true_positives, s.num_predicted, s.num_reference
-    (1, 2, 3)
-    >>> s.precision, round(s.recall, 4), s.f1
-    (0.5, 0.3333, 0.4)
-    >>> token_scores(on_spaces, reference_boundaries(text)).f1  # boundaries
-    1.0
+        >>> text = "the cat sat"
+        >>> on_spaces = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]      # "the |cat |sat"
+        >>> token_scores(on_spaces, text).f1
+        1.0
+        >>> on_last_letters = [0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]  # "the| cat| sat"
+        >>> token_scores(on_last_letters, text).f1
+        1.0
+        >>> s = token_scores([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], text)  # "the |cat sat"
+        >>> s.true_positives, s.num_predicted, s.num_reference
+        (1, 2, 3)
+        >>> s.precision, round(s.recall, 4), s.f1
+        (0.5, 0.3333, 0.4)
+        >>> token_scores(on_spaces, reference_boundaries(text)).f1  # boundaries
+        1.0
     """
     _check_align(align)
     pred = _binary("predicted", predicted, threshold)

@@ -12,13 +12,13 @@ beyond `evaluate_char_model`, and how it prints them:
 * `summary_lines`: the results as the lines of a printed summary.
 * `plot_excerpt`: Chung et al. Fig. 3/4 of a text excerpt.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> figures = segment_figures(np.array([[0, 0], [1, 0], [0, 0], [1, 1]]), "ab cd",
-...                           separators=" ", excerpt_chars=4)
->>> figures["segment_excerpt"]
-'ab| c\u2016'
+    >>> import numpy as np
+    >>> figures = segment_figures(np.array([[0, 0], [1, 0], [0, 0], [1, 1]]), "ab cd",
+    ...                           separators=" ", excerpt_chars=4)
+    >>> figures["segment_excerpt"]
+    'ab| c\u2016'
 """
 
 import numpy as np
@@ -36,10 +36,10 @@ ALIGNMENT_NAMES = {"separator": "separator", "last_char": "last character",
 def as_text(text):
     """A split's text as a string (byte corpora read as Latin-1).
 
-    Example:
+    Examples:
 
-    >>> as_text(b"caf\\xe9"), as_text("abc")
-    ('caf\u00e9', 'abc')
+        >>> as_text(b"caf\\xe9"), as_text("abc")
+        ('caf\u00e9', 'abc')
     """
     if isinstance(text, (bytes, bytearray)):
         return bytes(text).decode("latin-1")
@@ -51,14 +51,14 @@ def validation_logs(lm, ids, seq_len, batch_size, zrate_chars):
     hierarchical model, `val_z_rate_<l>` of every boundary layer and
     `val_z_ratio` (measured on the first `zrate_chars` symbols, batch 1).
 
-    Example:
+    Examples:
 
-    >>> from hmkeras.models.char_language_model import CharLanguageModel
-    >>> from hmkeras.models.char_language_model import CharLanguageModelConfig
-    >>> lm = CharLanguageModel(CharLanguageModelConfig(
-    ...     vocab_size=5, cell="hmlstm", units=4, embedding_dim=3, output="none"))
-    >>> sorted(validation_logs(lm, np.arange(60) % 5, 10, 2, 30))
-    ['val_bpc', 'val_z_rate_1', 'val_z_rate_2', 'val_z_ratio']
+        >>> from hmkeras.models.char_language_model import CharLanguageModel
+        >>> from hmkeras.models.char_language_model import CharLanguageModelConfig
+        >>> lm = CharLanguageModel(CharLanguageModelConfig(
+        ...     vocab_size=5, cell="hmlstm", units=4, embedding_dim=3, output="none"))
+        >>> sorted(validation_logs(lm, np.arange(60) % 5, 10, 2, 30))
+        ['val_bpc', 'val_z_rate_1', 'val_z_rate_2', 'val_z_ratio']
     """
     logs = {"val_bpc": evaluate_char_model(lm, ids, seq_len=seq_len,
                                            batch_size=batch_size, verbose=0).bpc}
@@ -185,12 +185,12 @@ def boundary_line(label, scores, loose=None):
     """`z^1 vs words: P .. R .. F1 .. (aligned on: last character; separator
     F1 ..; tolerance 1: F1 ..)` from `AlignedBoundaryScores.as_dict()`s.
 
-    Example:
+    Examples:
 
-    >>> s = {"precision": 0.5, "recall": 1.0, "f1": 0.667, "alignment": "last_char",
-    ...      "by_alignment": {"last_char": {"f1": 0.667}, "separator": {"f1": 0.2}}}
-    >>> boundary_line("z^1 vs words", s, {"f1": 0.8})
-    'z^1 vs words: P 0.500 R 1.000 F1 0.667 (aligned on: last character; separator F1 0.200; tolerance 1: F1 0.800)'
+        >>> s = {"precision": 0.5, "recall": 1.0, "f1": 0.667, "alignment": "last_char",
+        ...      "by_alignment": {"last_char": {"f1": 0.667}, "separator": {"f1": 0.2}}}
+        >>> boundary_line("z^1 vs words", s, {"f1": 0.8})
+        'z^1 vs words: P 0.500 R 1.000 F1 0.667 (aligned on: last character; separator F1 0.200; tolerance 1: F1 0.800)'
     """
     notes = [f"aligned on: {ALIGNMENT_NAMES.get(scores['alignment'], scores['alignment'])}"]
     notes += [f"{ALIGNMENT_NAMES.get(name, name)} F1 {other['f1']:.3f}"
@@ -205,17 +205,17 @@ def boundary_line(label, scores, loose=None):
 def summary_lines(r):
     """The printed summary of a results dict (`results.json`), as lines.
 
-    Example:
+    Examples:
 
-    >>> print("\\n".join(summary_lines({
-    ...     "cell": "lstm", "parameters": 1234, "epochs": 2, "wall_seconds": 3.2,
-    ...     "test_bpc": 2.5, "test_symbols": 100, "segmentation_png": "s.png",
-    ...     "step_model": "step_model"})))
-    <BLANKLINE>
-    === results ===
-    cell lstm, 1,234 parameters, 2 epochs, 3 s
-    test BPC 2.5000
-    wrote s.png and step_model
+        >>> print("\\n".join(summary_lines({
+        ...     "cell": "lstm", "parameters": 1234, "epochs": 2, "wall_seconds": 3.2,
+        ...     "test_bpc": 2.5, "test_symbols": 100, "segmentation_png": "s.png",
+        ...     "step_model": "step_model"})))
+        <BLANKLINE>
+        === results ===
+        cell lstm, 1,234 parameters, 2 epochs, 3 s
+        test BPC 2.5000
+        wrote s.png and step_model
     """
     lines = ["\n=== results ===",
              f"cell {r['cell']}, {r['parameters']:,} parameters, {r['epochs']} epochs, "

@@ -5,11 +5,11 @@ on the separator that follows it, or after the whole run of separators
 before the next unit; the references give each alignment, and the scores
 (`boundary_metrics.aligned_boundary_scores`) are headlined by the best.
 
-Example:
+Examples:
 
->>> refs = word_references("ab cd ", " ")
->>> refs["words"]["separator"].tolist(), refs["words"]["last_char"].tolist()
-([0, 0, 1, 0, 0, 1], [0, 1, 0, 0, 1, 0])
+    >>> refs = word_references("ab cd ", " ")
+    >>> refs["words"]["separator"].tolist(), refs["words"]["last_char"].tolist()
+    ([0, 0, 1, 0, 0, 1], [0, 1, 0, 0, 1, 0])
 """
 
 import numpy as np

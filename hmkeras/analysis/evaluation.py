@@ -34,22 +34,22 @@ carrying its own state (the truncated-BPTT layout): much faster, used for
 validation during training; the last `< batch_size * seq_len` characters
 are then left out (`num_targets` says how many were scored).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> from hmkeras.models.char_language_model import CharLanguageModel
->>> lm = CharLanguageModel(vocab_size=4, cell="hmlstm", units=4,
-...                        embedding_dim=3, output_units=4, seed=1)
->>> ids = np.array([0, 1, 2, 3] * 30)
->>> result = evaluate_char_model(lm, ids, seq_len=50, verbose=0,
-...                              return_losses=True)
->>> result.num_targets, 1.5 < result.bpc < 2.5, len(result.z_rates)
-(119, True, 2)
->>> result.losses.shape, bool(np.isclose(result.losses.mean(), result.bpc))
-((119,), True)
->>> words = result.word_level(num_words=30)
->>> bool(np.isclose(words.bits_per_word, result.bpc * 120 / 30))
-True
+    >>> import numpy as np
+    >>> from hmkeras.models.char_language_model import CharLanguageModel
+    >>> lm = CharLanguageModel(vocab_size=4, cell="hmlstm", units=4,
+    ...                        embedding_dim=3, output_units=4, seed=1)
+    >>> ids = np.array([0, 1, 2, 3] * 30)
+    >>> result = evaluate_char_model(lm, ids, seq_len=50, verbose=0,
+    ...                              return_losses=True)
+    >>> result.num_targets, 1.5 < result.bpc < 2.5, len(result.z_rates)
+    (119, True, 2)
+    >>> result.losses.shape, bool(np.isclose(result.losses.mean(), result.bpc))
+    ((119,), True)
+    >>> words = result.word_level(num_words=30)
+    >>> bool(np.isclose(words.bits_per_word, result.bpc * 120 / 30))
+    True
 """
 
 import dataclasses

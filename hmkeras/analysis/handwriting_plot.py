@@ -12,16 +12,16 @@ A segment ends on a step whose boundary value is 1; consecutive segments
 get different colours from a qualitative colour cycle. The pen is never
 drawn across a pen-up.
 
-Example:
+Examples:
 
->>> import numpy as np, os, tempfile
->>> seq = np.array([[0, 0, 0], [1, 1, 0], [1, 0, 1], [1, -1, 0], [0, 1, 1]], float)
->>> path = os.path.join(tempfile.mkdtemp(), "fig5.png")
->>> plot_segments(path, seq, {"pen-up": seq[:, 2], "z^2": [0, 1, 0, 0, 1]})
-... # doctest: +ELLIPSIS
-'...fig5.png'
->>> segment_ids([0, 1, 0, 0, 1]).tolist()
-[0, 0, 1, 1, 1]
+    >>> import numpy as np, os, tempfile
+    >>> seq = np.array([[0, 0, 0], [1, 1, 0], [1, 0, 1], [1, -1, 0], [0, 1, 1]], float)
+    >>> path = os.path.join(tempfile.mkdtemp(), "fig5.png")
+    >>> plot_segments(path, seq, {"pen-up": seq[:, 2], "z^2": [0, 1, 0, 0, 1]})
+    ... # doctest: +ELLIPSIS
+    '...fig5.png'
+    >>> segment_ids([0, 1, 0, 0, 1]).tolist()
+    [0, 0, 1, 1, 1]
 """
 
 import numpy as np

@@ -8,18 +8,18 @@ beyond the log-likelihoods, and how it prints them:
   reference on the unit's last point and on the point before it.
 * `summary_lines`: the results as the lines of a printed summary.
 
-Example:
+Examples:
 
->>> print("\\n".join(summary_lines({
-...     "cell": "lstm", "parameters": 1234, "epochs": 2, "wall_seconds": 3.2,
-...     "test_log_likelihood_per_sequence": -41.5, "test_sequences": 4,
-...     "test_mean_length": 30.0, "fig5_png": "f.png", "samples_png": "s.png",
-...     "step_model": "step_model"})))
-<BLANKLINE>
-=== results ===
-lstm, 1,234 parameters, 2 epochs, 3 s
-average log-likelihood per test sequence: -41.50 nats (4 lines, mean length 30)
-wrote f.png, s.png and step_model
+    >>> print("\\n".join(summary_lines({
+    ...     "cell": "lstm", "parameters": 1234, "epochs": 2, "wall_seconds": 3.2,
+    ...     "test_log_likelihood_per_sequence": -41.5, "test_sequences": 4,
+    ...     "test_mean_length": 30.0, "fig5_png": "f.png", "samples_png": "s.png",
+    ...     "step_model": "step_model"})))
+    <BLANKLINE>
+    === results ===
+    lstm, 1,234 parameters, 2 epochs, 3 s
+    average log-likelihood per test sequence: -41.50 nats (4 lines, mean length 30)
+    wrote f.png, s.png and step_model
 """
 
 import numpy as np
@@ -50,15 +50,15 @@ def boundary_agreement(boundaries, references):
         "z<l>_vs_<unit>_tolerance_1": scores}`, the scores as
         `AlignedBoundaryScores.as_dict()`.
 
-    Example:
+    Examples:
 
-    >>> z = [np.array([[0, 0], [1, 0], [0, 1]]), np.array([[1, 0], [0, 1]])]
-    >>> pen_ups = [np.array([0, 0, 1]), np.array([0, 1])]
-    >>> out = boundary_agreement(z, {"strokes": pen_ups})
-    >>> out["z_rates"]
-    [0.4, 0.4]
-    >>> [(out[f"z{l}_vs_strokes"]["alignment"], out[f"z{l}_vs_strokes"]["f1"]) for l in (1, 2)]
-    [('before_end', 1.0), ('on_end', 1.0)]
+        >>> z = [np.array([[0, 0], [1, 0], [0, 1]]), np.array([[1, 0], [0, 1]])]
+        >>> pen_ups = [np.array([0, 0, 1]), np.array([0, 1])]
+        >>> out = boundary_agreement(z, {"strokes": pen_ups})
+        >>> out["z_rates"]
+        [0.4, 0.4]
+        >>> [(out[f"z{l}_vs_strokes"]["alignment"], out[f"z{l}_vs_strokes"]["f1"]) for l in (1, 2)]
+        [('before_end', 1.0), ('on_end', 1.0)]
     """
     z = np.concatenate(boundaries)
     out = {"z_rates": z.mean(axis=0).tolist()}

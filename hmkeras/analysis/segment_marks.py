@@ -37,15 +37,15 @@ def mark_segments(text, boundaries, markers=_DEFAULT_MARKERS):
     Returns:
         A string: `text` with the markers inserted.
 
-    Example:
+    Examples:
 
-    >>> z = [[0, 0], [0, 0], [0, 0], [1, 0],      # "the "
-    ...      [0, 0], [0, 0], [0, 0], [1, 1],      # "cat "
-    ...      [0, 0], [0, 0], [1, 0]]              # "sat"
-    >>> mark_segments("the cat sat", z)
-    'the |cat ‖sat|'
-    >>> mark_segments("the cat", [0, 0, 1, 0, 0, 0, 1], markers=["/"])
-    'the/ cat/'
+        >>> z = [[0, 0], [0, 0], [0, 0], [1, 0],      # "the "
+        ...      [0, 0], [0, 0], [0, 0], [1, 1],      # "cat "
+        ...      [0, 0], [0, 0], [1, 0]]              # "sat"
+        >>> mark_segments("the cat sat", z)
+        'the |cat ‖sat|'
+        >>> mark_segments("the cat", [0, 0, 1, 0, 0, 0, 1], markers=["/"])
+        'the/ cat/'
     """
     characters = list(text)
     if not all(isinstance(c, str) and len(c) == 1 for c in characters):

@@ -115,17 +115,17 @@ def plot_segmentation(path, text, hiddens=None, boundaries=None, *,
     Returns:
         `path`.
 
-    Example:
+    Examples:
 
-    >>> import os, tempfile
-    >>> text = "the cat sat on the mat"
-    >>> rng = np.random.default_rng(0)
-    >>> hiddens = [rng.normal(size=(len(text), n)) for n in (8, 8, 8)]
-    >>> z = np.stack([[float(c == " ") for c in text],
-    ...               [float(i % 8 == 7) for i in range(len(text))]], axis=1)
-    >>> out = os.path.join(tempfile.mkdtemp(), "segmentation.png")
-    >>> plot_segmentation(out, text, hiddens, z, chars_per_row=12) == out
-    True
+        >>> import os, tempfile
+        >>> text = "the cat sat on the mat"
+        >>> rng = np.random.default_rng(0)
+        >>> hiddens = [rng.normal(size=(len(text), n)) for n in (8, 8, 8)]
+        >>> z = np.stack([[float(c == " ") for c in text],
+        ...               [float(i % 8 == 7) for i in range(len(text))]], axis=1)
+        >>> out = os.path.join(tempfile.mkdtemp(), "segmentation.png")
+        >>> plot_segmentation(out, text, hiddens, z, chars_per_row=12) == out
+        True
     """
     if isinstance(chars_per_row, bool) or int(chars_per_row) != chars_per_row \
             or chars_per_row <= 0:

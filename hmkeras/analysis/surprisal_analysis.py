@@ -88,13 +88,13 @@ def surprisal_recovery(losses_a, losses_b, fraction=0.1, max_offset=4,
     Returns:
         A `SurprisalRecovery` namedtuple.
 
-    Example:
+    Examples:
 
-    >>> a = np.array([1., 1., 9., 2., 1., 1., 1., 1., 1., 1.])
-    >>> b = np.array([1., 1., 9., 4., 3., 1., 1., 1., 1., 1.])
-    >>> r = surprisal_recovery(a, b, fraction=0.1, max_offset=2)
-    >>> r.positions[:, 0].tolist(), r.loss_a.tolist(), r.loss_b.tolist()
-    ([2], [9.0, 2.0, 1.0], [9.0, 4.0, 3.0])
+        >>> a = np.array([1., 1., 9., 2., 1., 1., 1., 1., 1., 1.])
+        >>> b = np.array([1., 1., 9., 4., 3., 1., 1., 1., 1., 1.])
+        >>> r = surprisal_recovery(a, b, fraction=0.1, max_offset=2)
+        >>> r.positions[:, 0].tolist(), r.loss_a.tolist(), r.loss_b.tolist()
+        ([2], [9.0, 2.0, 1.0], [9.0, 4.0, 3.0])
     """
     a = _check_losses("losses_a", losses_a, unit)
     b = _check_losses("losses_b", losses_b, unit)
@@ -180,15 +180,15 @@ def plot_surprisal_recovery(path, result, labels=("model A", "model B"),
     Returns:
         `path`.
 
-    Example:
+    Examples:
 
-    >>> import os, tempfile
-    >>> rng = np.random.default_rng(0)
-    >>> r = surprisal_recovery(rng.gamma(2.0, size=500),
-    ...                        rng.gamma(2.0, size=500))
-    >>> out = os.path.join(tempfile.mkdtemp(), "recovery.png")
-    >>> plot_surprisal_recovery(out, r, labels=("mLSTM", "LSTM")) == out
-    True
+        >>> import os, tempfile
+        >>> rng = np.random.default_rng(0)
+        >>> r = surprisal_recovery(rng.gamma(2.0, size=500),
+        ...                        rng.gamma(2.0, size=500))
+        >>> out = os.path.join(tempfile.mkdtemp(), "recovery.png")
+        >>> plot_surprisal_recovery(out, r, labels=("mLSTM", "LSTM")) == out
+        True
     """
     if len(labels) != 2:
         raise ValueError(f"`labels` must name two models. Received: {labels!r}")

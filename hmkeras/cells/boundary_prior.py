@@ -49,15 +49,15 @@ sequence layers `hmkeras.HMLSTM` / `hmkeras.HMRNN` add it themselves
 as the RNN's activity regularizer (the RNN returns its sequence and no
 state).
 
-Example:
+Examples:
 
->>> import keras, numpy as np, hmkeras
->>> rnn = keras.layers.RNN(
-...     hmkeras.HMLSTMCell(8), return_sequences=True,
-...     activity_regularizer=hmkeras.BoundaryPrior((5, 15)))
->>> y = rnn(np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32"))
->>> len(rnn.losses)
-1
+    >>> import keras, numpy as np, hmkeras
+    >>> rnn = keras.layers.RNN(
+    ...     hmkeras.HMLSTMCell(8), return_sequences=True,
+    ...     activity_regularizer=hmkeras.BoundaryPrior((5, 15)))
+    >>> y = rnn(np.random.default_rng(0).normal(size=(2, 6, 4)).astype("float32"))
+    >>> len(rnn.losses)
+    1
 """
 
 import keras
@@ -79,8 +79,10 @@ SEGMENT_LENGTH_GROWTH = 3.0
 def default_segment_lengths(num_boundary_layers):
     """`(5, 15, 45, ...)`: the default expected segment length per layer.
 
-    >>> default_segment_lengths(2)
-    (5.0, 15.0)
+    Examples:
+
+        >>> default_segment_lengths(2)
+        (5.0, 15.0)
     """
     return tuple(
         BOTTOM_SEGMENT_LENGTH * SEGMENT_LENGTH_GROWTH**layer
@@ -148,9 +150,11 @@ def binomial_negative_log_likelihood(counts, steps, probability):
 
     `counts` may be fractional (`lgamma` extends the binomial coefficient).
 
-    >>> import math
-    >>> round(float(binomial_negative_log_likelihood(1.0, 2.0, 0.5)), 6) == round(-math.log(0.5), 6)
-    True
+    Examples:
+
+        >>> import math
+        >>> round(float(binomial_negative_log_likelihood(1.0, 2.0, 0.5)), 6) == round(-math.log(0.5), 6)
+        True
     """
     counts = tf.convert_to_tensor(counts)
     steps = tf.cast(steps, counts.dtype)
@@ -215,13 +219,13 @@ class BoundaryPrior(keras.regularizers.Regularizer):
     Returns:
         The scalar loss, float32 (float64 for float64 outputs).
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> prior = BoundaryPrior((5, 15))
-    >>> z = np.zeros((2, 10, 2), "float32"); z[:, ::5, 0] = 1  # z^1 every 5 steps
-    >>> round(float(prior(z)), 4)  # only z^2 (rate 0, target 1/15) costs: 5 / 225
-    0.0222
+        >>> import numpy as np
+        >>> prior = BoundaryPrior((5, 15))
+        >>> z = np.zeros((2, 10, 2), "float32"); z[:, ::5, 0] = 1  # z^1 every 5 steps
+        >>> round(float(prior(z)), 4)  # only z^2 (rate 0, target 1/15) costs: 5 / 225
+        0.0222
     """
 
     def __init__(self, segment_lengths=(5, 15), form="rate", weight=None):

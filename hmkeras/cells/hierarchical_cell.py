@@ -19,16 +19,16 @@ A subclass only says what one layer computes at one step: its weights
 its products (`_product_gates`) and its update (`_layer_step`, which
 reads a `LayerStep`).
 
-Example:
+Examples:
 
->>> import numpy as np, hmkeras
->>> cell = hmkeras.HMLSTMCell([4, 3])
->>> isinstance(cell, HierarchicalCell), cell.state_size, cell.output_size
-(True, [4, 4, 3, 3, 1], 8)
->>> y, states = cell(np.ones((2, 5), "float32"), cell.get_initial_state(2))
->>> hiddens, boundaries = cell.split_outputs(y)
->>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
-([(2, 4), (2, 3)], (2, 1))
+    >>> import numpy as np, hmkeras
+    >>> cell = hmkeras.HMLSTMCell([4, 3])
+    >>> isinstance(cell, HierarchicalCell), cell.state_size, cell.output_size
+    (True, [4, 4, 3, 3, 1], 8)
+    >>> y, states = cell(np.ones((2, 5), "float32"), cell.get_initial_state(2))
+    >>> hiddens, boundaries = cell.split_outputs(y)
+    >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+    ([(2, 4), (2, 3)], (2, 1))
 """
 
 import keras

@@ -14,16 +14,16 @@ Their output, one tensor per step, is
 
 which `split_outputs` takes apart, on one step or on whole sequences.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> sizes = resolve_layer_sizes(units=[3, 2], num_layers=None)
->>> state_sizes(sizes, states_per_layer=2), output_size(sizes)
-([3, 3, 2, 2, 1], 6)
->>> outputs = np.zeros((2, 5, 6), "float32")  # (batch, time, output_size)
->>> hiddens, boundaries = split_outputs(outputs, sizes)
->>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
-([(2, 5, 3), (2, 5, 2)], (2, 5, 1))
+    >>> import numpy as np
+    >>> sizes = resolve_layer_sizes(units=[3, 2], num_layers=None)
+    >>> state_sizes(sizes, states_per_layer=2), output_size(sizes)
+    ([3, 3, 2, 2, 1], 6)
+    >>> outputs = np.zeros((2, 5, 6), "float32")  # (batch, time, output_size)
+    >>> hiddens, boundaries = split_outputs(outputs, sizes)
+    >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+    ([(2, 5, 3), (2, 5, 2)], (2, 5, 1))
 """
 
 import itertools

@@ -122,17 +122,17 @@ class HMLSTM(HierarchicalSequenceLayer):
             output zeros (`True`) or repeat the previous output.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> from hmkeras.cells import HMLSTM
-    >>> layer = HMLSTM(8, num_layers=3, return_sequences=True)
-    >>> y = layer(np.zeros((2, 5, 4), "float32"))
-    >>> tuple(y.shape)
-    (2, 5, 26)
-    >>> hiddens, boundaries = layer.split_outputs(y)
-    >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
-    ([(2, 5, 8), (2, 5, 8), (2, 5, 8)], (2, 5, 2))
+        >>> import numpy as np
+        >>> from hmkeras.cells import HMLSTM
+        >>> layer = HMLSTM(8, num_layers=3, return_sequences=True)
+        >>> y = layer(np.zeros((2, 5, 4), "float32"))
+        >>> tuple(y.shape)
+        (2, 5, 26)
+        >>> hiddens, boundaries = layer.split_outputs(y)
+        >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+        ([(2, 5, 8), (2, 5, 8), (2, 5, 8)], (2, 5, 2))
     """
 
     cell_name = "hmlstm_cell"

@@ -120,17 +120,17 @@ class HMLSTMCell(HierarchicalCell):
         training: Whether boundaries are sampled (`"sample"` mode) and
             dropout is applied.
 
-    Example:
+    Examples:
 
-    >>> import keras, numpy as np, hmkeras
-    >>> cell = hmkeras.HMLSTMCell(8, num_layers=3)
-    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
-    >>> y = rnn(np.zeros((2, 5, 4), "float32"))
-    >>> tuple(y.shape)
-    (2, 5, 26)
-    >>> hiddens, boundaries = cell.split_outputs(y)
-    >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
-    ([(2, 5, 8), (2, 5, 8), (2, 5, 8)], (2, 5, 2))
+        >>> import keras, numpy as np, hmkeras
+        >>> cell = hmkeras.HMLSTMCell(8, num_layers=3)
+        >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+        >>> y = rnn(np.zeros((2, 5, 4), "float32"))
+        >>> tuple(y.shape)
+        (2, 5, 26)
+        >>> hiddens, boundaries = cell.split_outputs(y)
+        >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+        ([(2, 5, 8), (2, 5, 8), (2, 5, 8)], (2, 5, 2))
     """
 
     _extra_states_per_layer = 1  # the cell state c^l

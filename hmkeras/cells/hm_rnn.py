@@ -75,14 +75,14 @@ class HMRNN(HierarchicalSequenceLayer):
             output zeros (`True`) or repeat the previous output.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> from hmkeras.cells import HMRNN
-    >>> layer = HMRNN([8, 6], return_state=True)
-    >>> y, h1, h2, z = layer(np.ones((2, 5, 3), "float32"))
-    >>> tuple(y.shape), tuple(z.shape)
-    ((2, 15), (2, 1))
+        >>> import numpy as np
+        >>> from hmkeras.cells import HMRNN
+        >>> layer = HMRNN([8, 6], return_state=True)
+        >>> y, h1, h2, z = layer(np.ones((2, 5, 3), "float32"))
+        >>> tuple(y.shape), tuple(z.shape)
+        ((2, 15), (2, 1))
     """
 
     cell_name = "hmrnn_cell"

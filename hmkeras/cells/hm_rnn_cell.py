@@ -95,13 +95,13 @@ class HMRNNCell(HierarchicalCell):
         training: Whether boundaries are sampled (`"sample"` mode) and
             dropout is applied.
 
-    Example:
+    Examples:
 
-    >>> import keras, numpy as np, hmkeras
-    >>> cell = hmkeras.HMRNNCell([8, 6], boundary_mode="step")
-    >>> y = keras.layers.RNN(cell, return_sequences=True)(np.ones((2, 5, 3), "float32"))
-    >>> tuple(y.shape)
-    (2, 5, 15)
+        >>> import keras, numpy as np, hmkeras
+        >>> cell = hmkeras.HMRNNCell([8, 6], boundary_mode="step")
+        >>> y = keras.layers.RNN(cell, return_sequences=True)(np.ones((2, 5, 3), "float32"))
+        >>> tuple(y.shape)
+        (2, 5, 15)
     """
 
     _extra_states_per_layer = 0

@@ -18,18 +18,18 @@ draw:
   seeded by a `keras.random.SeedGenerator` (which advances at every call)
   and plain functions are returned unchanged.
 
-Example:
+Examples:
 
->>> import keras, numpy as np
->>> base = keras.initializers.Orthogonal()
->>> a = independent_draw(base, 0)((4, 4))
->>> b = independent_draw(base, 1)((4, 4))
->>> bool(np.allclose(a, b))
-False
->>> seeded = keras.initializers.GlorotUniform(seed=3)
->>> bool(np.allclose(independent_draw(seeded, 5)((3, 2)),
-...                  independent_draw(seeded, 5)((3, 2))))
-True
+    >>> import keras, numpy as np
+    >>> base = keras.initializers.Orthogonal()
+    >>> a = independent_draw(base, 0)((4, 4))
+    >>> b = independent_draw(base, 1)((4, 4))
+    >>> bool(np.allclose(a, b))
+    False
+    >>> seeded = keras.initializers.GlorotUniform(seed=3)
+    >>> bool(np.allclose(independent_draw(seeded, 5)((3, 2)),
+    ...                  independent_draw(seeded, 5)((3, 2))))
+    True
 """
 
 import keras

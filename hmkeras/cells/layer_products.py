@@ -31,16 +31,16 @@ It computes three forms of the products: `bottom_up` (the bottom layer's
 `mixture` (the gated sum of a step) and `copy_boundary_preactivation`
 (the boundary detector's column of the products a COPY keeps).
 
-Example:
+Examples:
 
->>> import numpy as np, tensorflow as tf
->>> weights = {"kernel": tf.constant([[1.0, 2.0]]),
-...            "recurrent_kernel": tf.constant([[3.0, 4.0]])}
->>> products = LayerProducts.build(weights, ProductOptions(
-...     layer_norm=False, stack_recurrent=False, compute_dtype="float32"))
->>> inputs = ProductInputs(below=tf.ones((1, 1)), recurrent=tf.ones((1, 1)))
->>> products.mixture(inputs, ProductGates(recurrent=tf.zeros((1, 1)))).numpy()
-array([[1., 2.]], dtype=float32)
+    >>> import numpy as np, tensorflow as tf
+    >>> weights = {"kernel": tf.constant([[1.0, 2.0]]),
+    ...            "recurrent_kernel": tf.constant([[3.0, 4.0]])}
+    >>> products = LayerProducts.build(weights, ProductOptions(
+    ...     layer_norm=False, stack_recurrent=False, compute_dtype="float32"))
+    >>> inputs = ProductInputs(below=tf.ones((1, 1)), recurrent=tf.ones((1, 1)))
+    >>> products.mixture(inputs, ProductGates(recurrent=tf.zeros((1, 1)))).numpy()
+    array([[1., 2.]], dtype=float32)
 """
 
 import dataclasses

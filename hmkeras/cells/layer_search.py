@@ -4,14 +4,14 @@ Sub-layers are found through attributes (`RNN.cell`, a wrapper's `cell`,
 `StackedRNNCells.cells`, a model's layers, a custom layer's parts), so
 the search reaches cells held by any layer, not only by Keras' own.
 
-Example:
+Examples:
 
->>> import keras, numpy as np, hmkeras
->>> model = keras.Sequential([keras.Input((None, 3)),
-...                           keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2))])
->>> [type(cell).__name__
-...  for cell in find_layers(model, lambda layer: isinstance(layer, hmkeras.HMLSTMCell))]
-['HMLSTMCell']
+    >>> import keras, numpy as np, hmkeras
+    >>> model = keras.Sequential([keras.Input((None, 3)),
+    ...                           keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2))])
+    >>> [type(cell).__name__
+    ...  for cell in find_layers(model, lambda layer: isinstance(layer, hmkeras.HMLSTMCell))]
+    ['HMLSTMCell']
 """
 
 import keras

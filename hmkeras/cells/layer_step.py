@@ -14,13 +14,15 @@ new`, `blend_copy`), and gradients reach `z` through the masks as well as
 through the gated inputs.  A `LayerStep` is what the cell's update of one
 layer reads; a `StepContext` what every layer of one step shares.
 
-Example (rows: FLUSH, UPDATE, COPY):
+Examples:
 
->>> import tensorflow as tf
->>> ops = layer_operations(z_previous=tf.constant([[1.0], [0.0], [0.0]]),
-...                        z_below=tf.constant([[0.0], [1.0], [0.0]]))
->>> [m.numpy().ravel().tolist() for m in (ops.flush, ops.update, ops.copy)]
-[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    Rows: FLUSH, UPDATE, COPY.
+
+    >>> import tensorflow as tf
+    >>> ops = layer_operations(z_previous=tf.constant([[1.0], [0.0], [0.0]]),
+    ...                        z_below=tf.constant([[0.0], [1.0], [0.0]]))
+    >>> [m.numpy().ravel().tolist() for m in (ops.flush, ops.update, ops.copy)]
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 """
 
 import collections

@@ -18,14 +18,14 @@ saved no time on CPU, the step being dominated by the matrix products and
 the per-step accumulation of their weight gradients, so automatic
 differentiation is kept.)
 
-Example:
+Examples:
 
->>> import tensorflow as tf
->>> s = tf.zeros((2, 6)); g = tf.zeros((2, 2)); c = tf.ones((2, 2)); h = tf.ones((2, 2))
->>> copy = tf.constant([[1.0], [0.0]]); update = tf.constant([[0.0], [1.0]])
->>> h_new, c_new = masked_lstm_update(s, g, c, h, update, copy)
->>> c_new.numpy().tolist()  # row 0 copies, row 1 updates: 0.5 * 1 + 0.5 * 0
-[[1.0, 1.0], [0.5, 0.5]]
+    >>> import tensorflow as tf
+    >>> s = tf.zeros((2, 6)); g = tf.zeros((2, 2)); c = tf.ones((2, 2)); h = tf.ones((2, 2))
+    >>> copy = tf.constant([[1.0], [0.0]]); update = tf.constant([[0.0], [1.0]])
+    >>> h_new, c_new = masked_lstm_update(s, g, c, h, update, copy)
+    >>> c_new.numpy().tolist()  # row 0 copies, row 1 updates: 0.5 * 1 + 0.5 * 0
+    [[1.0, 1.0], [0.5, 0.5]]
 """
 
 import tensorflow as tf

@@ -90,14 +90,14 @@ class MultiplicativeLSTM(SequenceLayer):
             output zeros (`True`) or repeat the previous output.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> from hmkeras.cells import MultiplicativeLSTM
-    >>> layer = MultiplicativeLSTM(4, weight_normalization=True,
-    ...                            return_sequences=True)
-    >>> tuple(layer(np.ones((2, 5, 3), "float32")).shape)
-    (2, 5, 4)
+        >>> import numpy as np
+        >>> from hmkeras.cells import MultiplicativeLSTM
+        >>> layer = MultiplicativeLSTM(4, weight_normalization=True,
+        ...                            return_sequences=True)
+        >>> tuple(layer(np.ones((2, 5, 3), "float32")).shape)
+        (2, 5, 4)
     """
 
     cell_name = "multiplicative_lstm_cell"

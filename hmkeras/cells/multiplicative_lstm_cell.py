@@ -178,20 +178,20 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
     Returns:
         `(h, [h, c])`: the output h_t and the new state.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np, keras
-    >>> from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
-    >>> inputs = np.random.random((32, 10, 8)).astype("float32")
-    >>> rnn = keras.layers.RNN(
-    ...     MultiplicativeLSTMCell(4, weight_normalization=True,
-    ...                            dropout=0.2, recurrent_dropout=0.2),
-    ...     return_sequences=True, return_state=True)
-    >>> whole_sequence_output, final_h, final_c = rnn(inputs)
-    >>> whole_sequence_output.shape, final_h.shape, final_c.shape
-    (TensorShape([32, 10, 4]), TensorShape([32, 4]), TensorShape([32, 4]))
-    >>> [w.name for w in rnn.cell.weights if w.name.endswith("_g")]  # the gains
-    ['recurrent_kernel_g', 'multiplicative_kernel_g']
+        >>> import numpy as np, keras
+        >>> from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+        >>> inputs = np.random.random((32, 10, 8)).astype("float32")
+        >>> rnn = keras.layers.RNN(
+        ...     MultiplicativeLSTMCell(4, weight_normalization=True,
+        ...                            dropout=0.2, recurrent_dropout=0.2),
+        ...     return_sequences=True, return_state=True)
+        >>> whole_sequence_output, final_h, final_c = rnn(inputs)
+        >>> whole_sequence_output.shape, final_h.shape, final_c.shape
+        (TensorShape([32, 10, 4]), TensorShape([32, 4]), TensorShape([32, 4]))
+        >>> [w.name for w in rnn.cell.weights if w.name.endswith("_g")]  # the gains
+        ['recurrent_kernel_g', 'multiplicative_kernel_g']
     """
 
     def __init__(

@@ -98,17 +98,17 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         states: The state list.
         training: Whether to sample (mode `"reinforce"`).
 
-    Example:
+    Examples:
 
-    >>> import keras, numpy as np
-    >>> cell = RecurrentRecursiveCell(4, max_depth=3, mode="supervised", seed=0)
-    >>> embeddings = np.zeros((2, 5, 3), "float32")
-    >>> operations = np.array([[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
-    >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
-    ...     cell.pack_inputs(embeddings, operations))
-    >>> h, actions, log_probs, entropies = cell.split_outputs(outputs)
-    >>> h.shape, actions.numpy().astype(int).tolist()
-    (TensorShape([2, 5, 4]), [[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
+        >>> import keras, numpy as np
+        >>> cell = RecurrentRecursiveCell(4, max_depth=3, mode="supervised", seed=0)
+        >>> embeddings = np.zeros((2, 5, 3), "float32")
+        >>> operations = np.array([[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
+        >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
+        ...     cell.pack_inputs(embeddings, operations))
+        >>> h, actions, log_probs, entropies = cell.split_outputs(outputs)
+        >>> h.shape, actions.numpy().astype(int).tolist()
+        (TensorShape([2, 5, 4]), [[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
     """
 
     def __init__(
@@ -355,8 +355,10 @@ class RecurrentRecursiveCell(keras.layers.Layer):
 def bracketed_tree(tokens, actions):
     """A tree as text: "[" opens at a split, "]" closes after a merge.
 
-    >>> bracketed_tree("(1+2)", [0, 2, 2, 2, 1])
-    '[( 1 + 2 )]'
+    Examples:
+
+        >>> bracketed_tree("(1+2)", [0, 2, 2, 2, 1])
+        '[( 1 + 2 )]'
     """
     pieces = []
     for token, action in zip(tokens, actions):
@@ -377,8 +379,10 @@ def tree_spans(actions):
     A split left open at the end and a merge with nothing to close give no
     span.
 
-    >>> sorted(tree_spans([0, 2, 0, 2, 2, 2, 1, 1]))  # "(1+(2+3))"
-    [(0, 7), (2, 6)]
+    Examples:
+
+        >>> sorted(tree_spans([0, 2, 0, 2, 2, 2, 1, 1]))  # "(1+(2+3))"
+        [(0, 7), (2, 6)]
     """
     opened, spans = [], set()
     for position, action in enumerate(actions):
@@ -406,8 +410,10 @@ def tree_agreement(predicted, gold):
         `{"f1": mean F1, "exact": share of trees with the gold span set}`,
         both in [0, 1].
 
-    >>> tree_agreement([[0, 2, 2, 2, 1], [2, 2, 2, 2, 2]], [[0, 2, 2, 2, 1]] * 2)
-    {'f1': 0.5, 'exact': 0.5}
+    Examples:
+
+        >>> tree_agreement([[0, 2, 2, 2, 1], [2, 2, 2, 2, 2]], [[0, 2, 2, 2, 1]] * 2)
+        {'f1': 0.5, 'exact': 0.5}
     """
     predicted, gold = list(predicted), list(gold)
     if len(predicted) != len(gold) or not gold:

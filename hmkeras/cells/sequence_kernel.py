@@ -16,16 +16,16 @@ Only the backward pass reads `M^T`, so a compiled inference function
 transpose.  The weight gradient is `x^T dy`, as in `tf.matmul`'s own
 gradient.
 
-Example:
+Examples:
 
->>> import tensorflow as tf
->>> kernel = sequence_kernel(tf.constant([[1.0, 2.0], [3.0, 4.0]]))
->>> x = tf.constant([[1.0, 1.0]])
->>> with tf.GradientTape() as tape:
-...     tape.watch(x)
-...     y = product(x, kernel)
->>> y.numpy().tolist(), tape.gradient(y, x).numpy().tolist()
-([[4.0, 6.0]], [[3.0, 7.0]])
+    >>> import tensorflow as tf
+    >>> kernel = sequence_kernel(tf.constant([[1.0, 2.0], [3.0, 4.0]]))
+    >>> x = tf.constant([[1.0, 1.0]])
+    >>> with tf.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = product(x, kernel)
+    >>> y.numpy().tolist(), tape.gradient(y, x).numpy().tolist()
+    ([[4.0, 6.0]], [[3.0, 7.0]])
 """
 
 import collections

@@ -39,15 +39,15 @@ masks), and `boundary_mode="soft"` refuses it: there COPY is not exact.
 cells that run sparse; `update_statistics` reads them, `sparse_updates`
 switches a whole model for a block of code.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> from hmkeras.cells import HMLSTM, sparse_update
->>> layer = HMLSTM(4, num_layers=3, boundary_bias=-5.0, sparse_updates=True)
->>> _ = layer(np.ones((1, 6, 3), "float32"))
->>> stats = sparse_update.update_statistics(layer)
->>> stats["executed"] + stats["skipped"], stats["skipped"]  # top layer COPYs
-(18, 12)
+    >>> import numpy as np
+    >>> from hmkeras.cells import HMLSTM, sparse_update
+    >>> layer = HMLSTM(4, num_layers=3, boundary_bias=-5.0, sparse_updates=True)
+    >>> _ = layer(np.ones((1, 6, 3), "float32"))
+    >>> stats = sparse_update.update_statistics(layer)
+    >>> stats["executed"] + stats["skipped"], stats["skipped"]  # top layer COPYs
+    (18, 12)
 """
 
 import collections

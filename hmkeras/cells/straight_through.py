@@ -14,12 +14,12 @@ The slope is always passed in as a tensor argument: `tf.custom_gradient`
 must not close over a Keras variable, and passing it in lets a compiled
 (XLA) function see new slope values without retracing.
 
-Example:
+Examples:
 
->>> import tensorflow as tf
->>> x = tf.constant([-2.0, -0.2, 0.3, 4.0])
->>> step_straight_through(x, slope=tf.constant(1.0)).numpy()
-array([0., 0., 1., 1.], dtype=float32)
+    >>> import tensorflow as tf
+    >>> x = tf.constant([-2.0, -0.2, 0.3, 4.0])
+    >>> step_straight_through(x, slope=tf.constant(1.0)).numpy()
+    array([0., 0., 1., 1.], dtype=float32)
 """
 
 import tensorflow as tf

@@ -13,15 +13,15 @@ column, so one batch can push in some rows, pop in others and leave the
 rest untouched.  A push on a full stack and a pop from an empty one are
 no-ops (the caller masks them out beforehand; see `can_push`, `can_pop`).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> stack, depth = np.zeros((1, 3 * 2), "float32"), np.zeros((1, 1), "float32")
->>> stack, depth = push(stack, depth, np.array([[1.0, 2.0]]), np.ones((1, 1)))
->>> stack, depth = push(stack, depth, np.array([[3.0, 4.0]]), np.ones((1, 1)))
->>> top, stack, depth = pop(stack, depth, np.ones((1, 1)), units=2)
->>> top.numpy().tolist(), depth.numpy().tolist(), stack.numpy().tolist()
-([[3.0, 4.0]], [[1.0]], [[1.0, 2.0, 0.0, 0.0, 0.0, 0.0]])
+    >>> import numpy as np
+    >>> stack, depth = np.zeros((1, 3 * 2), "float32"), np.zeros((1, 1), "float32")
+    >>> stack, depth = push(stack, depth, np.array([[1.0, 2.0]]), np.ones((1, 1)))
+    >>> stack, depth = push(stack, depth, np.array([[3.0, 4.0]]), np.ones((1, 1)))
+    >>> top, stack, depth = pop(stack, depth, np.ones((1, 1)), units=2)
+    >>> top.numpy().tolist(), depth.numpy().tolist(), stack.numpy().tolist()
+    ([[3.0, 4.0]], [[1.0]], [[1.0, 2.0, 0.0, 0.0, 0.0, 0.0]])
 """
 
 import tensorflow as tf

@@ -17,18 +17,18 @@ Inside a recurrent cell the normalized matrix only depends on the weights, so
 it is a *per-sequence constant*: `hmkeras.cells.variational_dropout` computes it once
 before the time loop of `keras.layers.RNN` rather than at every step.
 
-Example:
+Examples:
 
-```python
-import numpy as np
-from hmkeras.cells import weight_normalization
+    ```python
+    import numpy as np
+    from hmkeras.cells import weight_normalization
 
-v = np.random.normal(size=(3, 4)).astype("float32")
-g = weight_normalization.column_norm(v)          # what the gain starts at
-# In a layer's build: v_init, g_init = weight_normalization.initializers(...)
-w = weight_normalization.weight_normalize(v, g)  # == v
-np.testing.assert_allclose(w, v, rtol=1e-5)
-```
+    v = np.random.normal(size=(3, 4)).astype("float32")
+    g = weight_normalization.column_norm(v)          # what the gain starts at
+    # In a layer's build: v_init, g_init = weight_normalization.initializers(...)
+    w = weight_normalization.weight_normalize(v, g)  # == v
+    np.testing.assert_allclose(w, v, rtol=1e-5)
+    ```
 """
 
 from keras import ops

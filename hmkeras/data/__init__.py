@@ -34,15 +34,15 @@
   `SyntheticStrokes` (glyph lines with known stroke and glyph boundaries);
   `stroke_offsets` converts strokes to `(dx, dy, pen_up)` and normalizes.
 
-Example:
+Examples:
 
->>> from hmkeras import data
->>> corpus = data.SyntheticHierarchicalCorpus(seed=0, train_chars=20_000)
->>> vocab = data.CharVocabulary.from_text(corpus.text("train"))
->>> batches = data.TruncatedBPTTBatches(
-...     vocab.encode(corpus.text("train")), batch_size=8, seq_len=100)
->>> batches.num_batches > 20
-True
+    >>> from hmkeras import data
+    >>> corpus = data.SyntheticHierarchicalCorpus(seed=0, train_chars=20_000)
+    >>> vocab = data.CharVocabulary.from_text(corpus.text("train"))
+    >>> batches = data.TruncatedBPTTBatches(
+    ...     vocab.encode(corpus.text("train")), batch_size=8, seq_len=100)
+    >>> batches.num_batches > 20
+    True
 """
 
 from hmkeras.data.char_stream_builder import CharStreamBuilder

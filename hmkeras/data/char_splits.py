@@ -6,12 +6,12 @@
 * `unknown_symbol_for`: a symbol absent from a text, for that entry.
 * `word_separators`: the characters between the words of a corpus.
 
-Example:
+Examples:
 
->>> vocab, ids, unknown = encode_splits(
-...     {"train": "abab", "validation": "abc", "test": "ba"}, map_unknown=True)
->>> len(vocab), ids["validation"].tolist(), unknown
-(3, [0, 1, 2], {'validation': {'count': 1, 'symbols': ['c']}})
+    >>> vocab, ids, unknown = encode_splits(
+    ...     {"train": "abab", "validation": "abc", "test": "ba"}, map_unknown=True)
+    >>> len(vocab), ids["validation"].tolist(), unknown
+    (3, [0, 1, 2], {'validation': {'count': 1, 'symbols': ['c']}})
 """
 
 from hmkeras.data.vocabulary import CharVocabulary
@@ -23,10 +23,10 @@ def word_separators(dataset):
     """The characters between the words of `dataset`'s text (`_` in the
     character-level PTB; the embedded corpus also has `,` and `.`).
 
-    Example:
+    Examples:
 
-    >>> word_separators("ptb_char"), word_separators("text8")
-    ('_', ' \\t\\n')
+        >>> word_separators("ptb_char"), word_separators("text8")
+        ('_', ' \\t\\n')
     """
     return {"ptb_char": "_", "synthetic": " ,.\n"}.get(dataset, " \t\n")
 
@@ -36,10 +36,10 @@ def unknown_symbol_for(text):
     (the replacement character), or the first private-use character the
     text lacks.
 
-    Example:
+    Examples:
 
-    >>> unknown_symbol_for("abc") == "\\ufffd", unknown_symbol_for("a\\ufffd")
-    (True, '\\ue000')
+        >>> unknown_symbol_for("abc") == "\\ufffd", unknown_symbol_for("a\\ufffd")
+        (True, '\\ue000')
     """
     present = set(text)
     return next(c for c in map(chr, [0xFFFD, *range(0xE000, 0xF900)]) if c not in present)

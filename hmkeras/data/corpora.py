@@ -16,15 +16,15 @@ The TFDS corpora are prepared on first use in `data_dir` (TFDS's default,
 `manual_dir` / `data_dir`, downloading them only when allowed and the server
 answers (see `hmkeras.data.sources`).
 
-Example:
+Examples:
 
->>> text = load_char_corpus("synthetic", "validation")
->>> text[:3].isalpha()
-True
->>> load_char_corpus("ptb", "train")
-Traceback (most recent call last):
-...
-ValueError: `name` must be one of ['enwik8', 'ptb_char', 'synthetic', 'text8', 'wikitext2_raw'], got 'ptb'.
+    >>> text = load_char_corpus("synthetic", "validation")
+    >>> text[:3].isalpha()
+    True
+    >>> load_char_corpus("ptb", "train")
+    Traceback (most recent call last):
+    ...
+    ValueError: `name` must be one of ['enwik8', 'ptb_char', 'synthetic', 'text8', 'wikitext2_raw'], got 'ptb'.
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ validate, the last 5M test. The stream is modelled at the byte level.
 Put ``enwik8.zip`` or the extracted ``enwik8`` in the manual dir (or the
 data_dir); offline, nothing is downloaded (see `hmkeras.data.sources`).
 
-Example:
+Examples:
 
-    import tensorflow_datasets as tfds
-    from hmkeras.data import Enwik8, read_split
-    builder = Enwik8(allow_download=False)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir="/path/to/dir/with/enwik8.zip"))
-    test = read_split(builder, "test")          # bytes
-    assert len(test) == 5_000_000
+        import tensorflow_datasets as tfds
+        from hmkeras.data import Enwik8, read_split
+        builder = Enwik8(allow_download=False)
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir="/path/to/dir/with/enwik8.zip"))
+        test = read_split(builder, "test")          # bytes
+        assert len(test) == 5_000_000
 """
 
 from __future__ import annotations

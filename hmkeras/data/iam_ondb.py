@@ -93,14 +93,14 @@ def parse_line_strokes(data: bytes, file_name: str = "lineStrokes file"):
     Raises:
       sources.DatasetVerificationError: not XML, or no ``StrokeSet``.
 
-    Example:
+    Examples:
 
-    >>> xml = (b'<WhiteboardCaptureSession><StrokeSet>'
-    ...        b'<Stroke colour="black" start_time="0" end_time="1">'
-    ...        b'<Point x="10" y="20" time="0"/><Point x="12" y="21" time="1"/>'
-    ...        b'</Stroke></StrokeSet></WhiteboardCaptureSession>')
-    >>> parse_line_strokes(xml)[0].tolist()
-    [[10.0, -20.0], [12.0, -21.0]]
+        >>> xml = (b'<WhiteboardCaptureSession><StrokeSet>'
+        ...        b'<Stroke colour="black" start_time="0" end_time="1">'
+        ...        b'<Point x="10" y="20" time="0"/><Point x="12" y="21" time="1"/>'
+        ...        b'</Stroke></StrokeSet></WhiteboardCaptureSession>')
+        >>> parse_line_strokes(xml)[0].tolist()
+        [[10.0, -20.0], [12.0, -21.0]]
     """
     try:
         root = ElementTree.fromstring(data)

@@ -59,14 +59,14 @@ generator):
   `sentence_operations` (ground-truth tree operations for the RRNet:
   split at ``(``, merge at ``)``, recur otherwise).
 
-Example:
+Examples:
 
->>> pair = next(generate_pairs(operations=2, split="train", count=1))
->>> pair.relation in RELATIONS and max(pair.left_operations,
-...                                    pair.right_operations) == 2
-True
->>> RELATIONS[pair_relation("( a and b )", "( a or b )")]
-'forward_entailment'
+    >>> pair = next(generate_pairs(operations=2, split="train", count=1))
+    >>> pair.relation in RELATIONS and max(pair.left_operations,
+    ...                                    pair.right_operations) == 2
+    True
+    >>> RELATIONS[pair_relation("( a and b )", "( a or b )")]
+    'forward_entailment'
 """
 
 from __future__ import annotations
@@ -130,8 +130,10 @@ def parse_sentence(sentence, name="sentence"):
         ValueError: naming the argument, on an unknown token, unbalanced or
             misplaced brackets, or trailing tokens.
 
-    >>> parse_sentence("( ( not a ) or b )")
-    ('or', ('not', 'a'), 'b')
+    Examples:
+
+        >>> parse_sentence("( ( not a ) or b )")
+        ('or', ('not', 'a'), 'b')
     """
     if not isinstance(sentence, str):
         raise ValueError(f"`{name}` must be a str. Received: {name}={sentence!r}")
@@ -193,8 +195,10 @@ def denotation(sentence):
     """Satisfying assignments of a sentence as a 64-bit int (bit k:
     assignment k, in which variable i is bit i of k).
 
-    >>> denotation("a") == sum(1 << k for k in range(64) if k % 2)
-    True
+    Examples:
+
+        >>> denotation("a") == sum(1 << k for k in range(64) if k % 2)
+        True
     """
     return _tree_denotation(parse_sentence(sentence))
 
@@ -202,8 +206,10 @@ def denotation(sentence):
 def count_operations(sentence):
     """Number of ``and``, ``or`` and ``not`` of a sentence (checked).
 
-    >>> count_operations("( ( not a ) and ( b or c ) )")
-    3
+    Examples:
+
+        >>> count_operations("( ( not a ) and ( b or c ) )")
+        3
     """
     parse_sentence(sentence)
     return sum(token in ("not", "and", "or") for token in sentence.split())
@@ -230,8 +236,10 @@ def pair_relation(left, right):
         ValueError: naming the argument whose sentence is malformed, a
             contradiction or a tautology (its relations are ambiguous).
 
-    >>> RELATIONS[pair_relation("( not a )", "a")]
-    'negation'
+    Examples:
+
+        >>> RELATIONS[pair_relation("( not a )", "a")]
+        'negation'
     """
     sets = []
     for name, sentence in (("left", left), ("right", right)):
@@ -250,8 +258,10 @@ def sentence_operations(sentence):
     """Ground-truth RRNet operations, one per token: split (0) at "(",
     merge (1) at ")", recur (2) otherwise.
 
-    >>> sentence_operations("( not a )")
-    (0, 2, 2, 1)
+    Examples:
+
+        >>> sentence_operations("( not a )")
+        (0, 2, 2, 1)
     """
     return bracket_operations(sentence.split())
 
@@ -259,8 +269,10 @@ def sentence_operations(sentence):
 def encode_sentence(sentence):
     """Token ids of a sentence (1..11; 0 is left for padding), checked.
 
-    >>> encode_sentence("( not a )").tolist()
-    [1, 3, 6, 2]
+    Examples:
+
+        >>> encode_sentence("( not a )").tolist()
+        [1, 3, 6, 2]
     """
     parse_sentence(sentence)
     return np.array([VOCABULARY.index(token) + 1 for token in sentence.split()],

@@ -26,14 +26,14 @@ gives a prefix of a larger one.  Expressions are unique within a split.
   100,000 / 10,000 / 10,000 per length, lengths 4-7).
 * `encode_expression`: character ids (0 is padding) for a model.
 
-Example:
+Examples:
 
->>> examples = list(generate_expressions(length=4, split="train", count=2))
->>> all(10 <= e.value <= 99 and e.expression.count("(") == 4 for e in examples)
-True
->>> e = examples[0]
->>> evaluate_expression(e.expression) == e.value
-True
+    >>> examples = list(generate_expressions(length=4, split="train", count=2))
+    >>> all(10 <= e.value <= 99 and e.expression.count("(") == 4 for e in examples)
+    True
+    >>> e = examples[0]
+    >>> evaluate_expression(e.expression) == e.value
+    True
 """
 
 from __future__ import annotations
@@ -74,8 +74,10 @@ def check_expression(expression):
     """Raises a `ValueError` naming `expression` for a character outside
     `VOCABULARY` or unbalanced brackets; returns the expression.
 
-    >>> check_expression("((1+2)*3)")
-    '((1+2)*3)'
+    Examples:
+
+        >>> check_expression("((1+2)*3)")
+        '((1+2)*3)'
     """
     if not isinstance(expression, str):
         raise ValueError(f"`expression` must be a string. Received: {expression!r}")
@@ -100,8 +102,10 @@ def max_expressions(length):
     whatever their values: Catalan(length) tree shapes times 10 digits per
     leaf and 4 operators per node (an upper bound of what a split holds).
 
-    >>> max_expressions(1), max_expressions(2)
-    (400, 32000)
+    Examples:
+
+        >>> max_expressions(1), max_expressions(2)
+        (400, 32000)
     """
     shapes = math.comb(2 * length, length) // (length + 1)
     return shapes * 10 ** (length + 1) * len(OPERATORS) ** length
@@ -111,8 +115,10 @@ def bracket_operations(tokens):
     """Tree operations of bracketed tokens: split at "(", merge at ")", recur
     otherwise (the ground truth of every bracketed task: MEE, logic).
 
-    >>> bracket_operations(["(", "not", "a", ")"])
-    (0, 2, 2, 1)
+    Examples:
+
+        >>> bracket_operations(["(", "not", "a", ")"])
+        (0, 2, 2, 1)
     """
     table = {"(": SPLIT_OPERATION, ")": MERGE_OPERATION}
     return tuple(table.get(token, RECUR_OPERATION) for token in tokens)
@@ -122,8 +128,10 @@ def expression_operations(expression):
     """Ground-truth operations of an MEE expression (`bracket_operations`
     of its characters).
 
-    >>> expression_operations("(1+2)")
-    (0, 2, 2, 2, 1)
+    Examples:
+
+        >>> expression_operations("(1+2)")
+        (0, 2, 2, 2, 1)
     """
     check_expression(expression)
     return bracket_operations(expression)
@@ -144,8 +152,10 @@ def _apply(operator, left, right):
 def evaluate_expression(expression):
     """Value of a fully parenthesised expression (None on a modulo by 0).
 
-    >>> evaluate_expression("((7-2)%3)")
-    2
+    Examples:
+
+        >>> evaluate_expression("((7-2)%3)")
+        2
     """
     check_expression(expression)
     def parse(position):
@@ -250,8 +260,10 @@ def generate_expressions(length, split, count, seed=0, max_attempts=None):
 def encode_expression(expression):
     """Character ids of an expression (1..16; 0 is left for padding).
 
-    >>> encode_expression("(1+2)").tolist()
-    [15, 2, 11, 3, 16]
+    Examples:
+
+        >>> encode_expression("(1+2)").tolist()
+        [15, 2, 11, 3, 16]
     """
     check_expression(expression)
     return np.array([VOCABULARY.index(char) + 1 for char in expression], np.int32)

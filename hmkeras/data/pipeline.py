@@ -27,22 +27,22 @@ Training layout, with ``n`` ids, ``B = batch_size`` and ``T = seq_len``::
 The ``n - 1 - B * L`` ids at the end of the stream are not used as targets in
 an epoch (`num_unused_ids`; fewer than ``B * T + B``).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> batches = TruncatedBPTTBatches(np.arange(21), batch_size=2, seq_len=3)
->>> batches.num_batches
-3
->>> x, y = batches.batch(0)
->>> x.tolist(), y.tolist()
-([[0, 1, 2], [9, 10, 11]], [[1, 2, 3], [10, 11, 12]])
->>> [x.numpy()[0].tolist() for x, _ in batches.dataset(start_batch=1)]
-[[3, 4, 5], [6, 7, 8]]
->>> chunks = EvaluationChunks(np.arange(8), seq_len=3)
->>> chunks.num_full_chunks, chunks.final_chunk_length
-(2, 1)
->>> [y.numpy().tolist() for _, y in chunks.dataset()]
-[[[1, 2, 3]], [[4, 5, 6]], [[7]]]
+    >>> import numpy as np
+    >>> batches = TruncatedBPTTBatches(np.arange(21), batch_size=2, seq_len=3)
+    >>> batches.num_batches
+    3
+    >>> x, y = batches.batch(0)
+    >>> x.tolist(), y.tolist()
+    ([[0, 1, 2], [9, 10, 11]], [[1, 2, 3], [10, 11, 12]])
+    >>> [x.numpy()[0].tolist() for x, _ in batches.dataset(start_batch=1)]
+    [[3, 4, 5], [6, 7, 8]]
+    >>> chunks = EvaluationChunks(np.arange(8), seq_len=3)
+    >>> chunks.num_full_chunks, chunks.final_chunk_length
+    (2, 1)
+    >>> [y.numpy().tolist() for _, y in chunks.dataset()]
+    [[[1, 2, 3]], [[4, 5, 6]], [[7]]]
 """
 
 from __future__ import annotations
@@ -99,15 +99,15 @@ class TruncatedBPTTBatches:
     reading the skipped ones; save ``k`` (and the RNN state) to resume a run
     at the data position where it stopped.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> b = TruncatedBPTTBatches(np.arange(101), batch_size=4, seq_len=5)
-    >>> b.num_batches, b.steps_per_row, b.num_unused_ids
-    (5, 25, 0)
-    >>> x, y = next(iter(b.dataset()))
-    >>> x.shape, x.dtype.name
-    (TensorShape([4, 5]), 'int32')
+        >>> import numpy as np
+        >>> b = TruncatedBPTTBatches(np.arange(101), batch_size=4, seq_len=5)
+        >>> b.num_batches, b.steps_per_row, b.num_unused_ids
+        (5, 25, 0)
+        >>> x, y = next(iter(b.dataset()))
+        >>> x.shape, x.dtype.name
+        (TensorShape([4, 5]), 'int32')
     """
 
     def __init__(self, ids, batch_size: int, seq_len: int):
@@ -215,14 +215,14 @@ class EvaluationChunks:
       ids: 1-D sequence of non-negative int ids (the whole split).
       seq_len: chunk length (100 by default, as in Kadar et al.).
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> ev = EvaluationChunks(np.arange(251), seq_len=100)
-    >>> ev.num_targets, ev.num_full_chunks, ev.final_chunk_length
-    (250, 2, 50)
-    >>> [tuple(x.shape) for x, _, _ in ev.dataset(remainder="pad")] == [(1, 100)] * 3
-    True
+        >>> import numpy as np
+        >>> ev = EvaluationChunks(np.arange(251), seq_len=100)
+        >>> ev.num_targets, ev.num_full_chunks, ev.final_chunk_length
+        (250, 2, 50)
+        >>> [tuple(x.shape) for x, _, _ in ev.dataset(remainder="pad")] == [(1, 100)] * 3
+        True
     """
 
     def __init__(self, ids, seq_len: int = 100):

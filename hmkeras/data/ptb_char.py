@@ -23,14 +23,14 @@ Put ``simple-examples.tgz`` (or the three extracted files, either as
 ``simple-examples/data/ptb.char.*.txt`` or directly as ``ptb.char.*.txt``)
 in the manual dir or the data_dir.
 
-Example:
+Examples:
 
-    import tensorflow_datasets as tfds
-    from hmkeras.data import PtbChar, read_split
-    builder = PtbChar(allow_download=False)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir="/path/to/dir/with/simple-examples.tgz"))
-    text = read_split(builder, "validation").decode("utf-8")
+        import tensorflow_datasets as tfds
+        from hmkeras.data import PtbChar, read_split
+        builder = PtbChar(allow_download=False)
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir="/path/to/dir/with/simple-examples.tgz"))
+        text = read_split(builder, "validation").decode("utf-8")
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def parse_ptb_char(data: bytes, file_name: str = "ptb.char file") -> str:
         single character (e.g. the word-level ``ptb.train.txt`` given by
         mistake).
 
-    Example:
+    Examples:
 
-    >>> parse_ptb_char(b" a e r _ b a n k\\n t h e _ e n d \\n")
-    'aer_bank\\nthe_end\\n'
+        >>> parse_ptb_char(b" a e r _ b a n k\\n t h e _ e n d \\n")
+        'aer_bank\\nthe_end\\n'
     """
     try:
         text = data.decode("utf-8")

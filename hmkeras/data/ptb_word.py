@@ -15,14 +15,14 @@ is published, so the files are checked for format: UTF-8, all three
 present, and not the character-level ``ptb.char.*.txt`` of the same
 archive (which `PtbChar` reads).
 
-Example:
+Examples:
 
-    import tensorflow_datasets as tfds
-    from hmkeras.data import PtbWord, read_sentences
-    builder = PtbWord(allow_download=False)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir="/path/to/dir/with/simple-examples.tgz"))
-    sentences = read_sentences(builder, "validation")   # lists of words
+        import tensorflow_datasets as tfds
+        from hmkeras.data import PtbWord, read_sentences
+        builder = PtbWord(allow_download=False)
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir="/path/to/dir/with/simple-examples.tgz"))
+        sentences = read_sentences(builder, "validation")   # lists of words
 """
 
 from __future__ import annotations

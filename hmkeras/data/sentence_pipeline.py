@@ -29,20 +29,20 @@ on padding, so perplexity = exp(sum(weights * NLL) / sum(weights)).
 Empty sentences (WikiText-2's blank lines) are left out unless
 ``keep_empty=True`` (they would be a single ``<eos>`` target).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> batches = SentenceBatches([np.array([5, 6]), np.array([7, 8, 9, 4])],
-...                           seq_len=3, batch_size=2, overflow="split")
->>> x, y, w = batches.arrays()
->>> x.tolist()
-[[1, 5, 6], [1, 7, 8], [9, 4, 0]]
->>> y.tolist()
-[[5, 6, 1], [7, 8, 9], [4, 1, 0]]
->>> w.tolist()
-[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]
->>> batches.num_targets, batches.num_batches
-(8, 2)
+    >>> import numpy as np
+    >>> batches = SentenceBatches([np.array([5, 6]), np.array([7, 8, 9, 4])],
+    ...                           seq_len=3, batch_size=2, overflow="split")
+    >>> x, y, w = batches.arrays()
+    >>> x.tolist()
+    [[1, 5, 6], [1, 7, 8], [9, 4, 0]]
+    >>> y.tolist()
+    [[5, 6, 1], [7, 8, 9], [4, 1, 0]]
+    >>> w.tolist()
+    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]
+    >>> batches.num_targets, batches.num_batches
+    (8, 2)
 """
 
 from __future__ import annotations

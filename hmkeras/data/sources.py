@@ -18,14 +18,14 @@ long on a network that is not there:
    directories to put them in and the offline alternative (the embedded
    `SyntheticHierarchicalCorpus`, ``load_char_corpus("synthetic", ...)``).
 
-Example:
+Examples:
 
->>> import tempfile
->>> raw = RawFiles(dataset="demo", url="http://example.invalid/demo.zip",
-...                archive="demo.zip", members={"a": "demo/a.txt"},
-...                extracted={"a": ("a.txt", "demo/a.txt")})
->>> locate(raw, [tempfile.mkdtemp()]) is None
-True
+    >>> import tempfile
+    >>> raw = RawFiles(dataset="demo", url="http://example.invalid/demo.zip",
+    ...                archive="demo.zip", members={"a": "demo/a.txt"},
+    ...                extracted={"a": ("a.txt", "demo/a.txt")})
+    >>> locate(raw, [tempfile.mkdtemp()]) is None
+    True
 """
 
 from __future__ import annotations
@@ -111,11 +111,13 @@ class RawFiles:
           other_folders: further folders in which extracted files are
             accepted.
 
-        >>> raw = RawFiles.from_archive(
-        ...     "demo", "http://example.invalid/demo.tgz", {"a": "a.txt"},
-        ...     folder="demo/data", other_folders=("data",))
-        >>> raw.archive, raw.members["a"], raw.extracted["a"]
-        ('demo.tgz', 'demo/data/a.txt', ('demo/data/a.txt', 'data/a.txt', 'a.txt'))
+        Examples:
+
+            >>> raw = RawFiles.from_archive(
+            ...     "demo", "http://example.invalid/demo.tgz", {"a": "a.txt"},
+            ...     folder="demo/data", other_folders=("data",))
+            >>> raw.archive, raw.members["a"], raw.extracted["a"]
+            ('demo.tgz', 'demo/data/a.txt', ('demo/data/a.txt', 'data/a.txt', 'a.txt'))
         """
         folders = [f for f in (folder, *other_folders) if f] + [""]
         return cls(

@@ -17,15 +17,15 @@ of the offsets of a set of sequences (the training set), and
 (x, y) coordinates separately with the mean and standard deviation
 obtained from the training set").
 
-Example:
+Examples:
 
->>> import numpy as np
->>> seq = strokes_to_offsets([np.array([[0., 0.], [1., 0.]]),
-...                           np.array([[3., 1.]])])
->>> seq.tolist()
-[[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [2.0, 1.0, 1.0]]
->>> [s.tolist() for s in offsets_to_strokes(seq)]
-[[[0.0, 0.0], [1.0, 0.0]], [[3.0, 1.0]]]
+    >>> import numpy as np
+    >>> seq = strokes_to_offsets([np.array([[0., 0.], [1., 0.]]),
+    ...                           np.array([[3., 1.]])])
+    >>> seq.tolist()
+    [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [2.0, 1.0, 1.0]]
+    >>> [s.tolist() for s in offsets_to_strokes(seq)]
+    [[[0.0, 0.0], [1.0, 0.0]], [[3.0, 1.0]]]
 """
 
 import numpy as np

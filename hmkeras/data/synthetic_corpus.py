@@ -74,15 +74,15 @@ No model can do better on average than this rate; the per-split value
 ``true_bits_per_char(split)`` is the exact code length of the generated split
 under the generator itself (it tends to the entropy rate as the split grows).
 
-Example:
+Examples:
 
->>> corpus = SyntheticHierarchicalCorpus(seed=0, train_chars=20_000,
-...                                      valid_chars=2_000, test_chars=2_000)
->>> text = corpus.text("train")
->>> len(text) == len(corpus.word_boundaries("train"))
-True
->>> round(corpus.entropy_rate_bits_per_char, 4)
-0.7682
+    >>> corpus = SyntheticHierarchicalCorpus(seed=0, train_chars=20_000,
+    ...                                      valid_chars=2_000, test_chars=2_000)
+    >>> text = corpus.text("train")
+    >>> len(text) == len(corpus.word_boundaries("train"))
+    True
+    >>> round(corpus.entropy_rate_bits_per_char, 4)
+    0.7682
 """
 
 from __future__ import annotations
@@ -261,15 +261,15 @@ class SyntheticHierarchicalCorpus:
       entropy_rate_bits_per_char: exact entropy rate of the character stream.
       mean_sentence_chars / mean_sentence_bits: the two renewal-reward terms.
 
-    Example:
+    Examples:
 
-    >>> corpus = SyntheticHierarchicalCorpus(seed=1, train_chars=5_000,
-    ...                                      valid_chars=500, test_chars=500)
-    >>> text = corpus.text("validation")
-    >>> text.endswith(".\\n")
-    True
-    >>> bool(corpus.phrase_boundaries("validation")[text.index(",") - 1])
-    True
+        >>> corpus = SyntheticHierarchicalCorpus(seed=1, train_chars=5_000,
+        ...                                      valid_chars=500, test_chars=500)
+        >>> text = corpus.text("validation")
+        >>> text.endswith(".\\n")
+        True
+        >>> bool(corpus.phrase_boundaries("validation")[text.index(",") - 1])
+        True
     """
 
     END = _END

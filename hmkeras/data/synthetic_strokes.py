@@ -17,15 +17,15 @@ The splits are generated from independent seeds derived from `seed`;
 `normalized(split)` applies the training set's offset mean and standard
 deviation (`mean`, `std`), as the IAM-OnDB builder does.
 
-Example:
+Examples:
 
->>> strokes = SyntheticStrokes(seed=0, num_train=20, num_valid=4, num_test=4)
->>> seq = strokes.sequences("train")[0]
->>> seq.shape[1], bool((strokes.stroke_ends("train")[0] == seq[:, 2]).all())
-(3, True)
->>> ends = strokes.glyph_ends("train")[0]
->>> bool(ends[-1] == 1 and set(ends.tolist()) <= {0, 1})
-True
+    >>> strokes = SyntheticStrokes(seed=0, num_train=20, num_valid=4, num_test=4)
+    >>> seq = strokes.sequences("train")[0]
+    >>> seq.shape[1], bool((strokes.stroke_ends("train")[0] == seq[:, 2]).all())
+    (3, True)
+    >>> ends = strokes.glyph_ends("train")[0]
+    >>> bool(ends[-1] == 1 and set(ends.tolist()) <= {0, 1})
+    True
 """
 
 import numpy as np

@@ -34,16 +34,16 @@ and no model's perplexity per token can be below ``2 ** H`` on average
 (`entropy_rate_perplexity`). `true_bits_per_token(split)` is the exact code
 length of a generated split under the generator itself.
 
-Example:
+Examples:
 
->>> corpus = SyntheticWordCorpus(seed=0, train_tokens=2_000,
-...                              valid_tokens=200, test_tokens=200)
->>> corpus.sentences("train")[0][:3]
-['qi', 'zilozu', 'tihurxo']
->>> round(corpus.entropy_rate_bits_per_token, 4)
-2.9029
->>> round(corpus.entropy_rate_perplexity, 2)
-7.48
+    >>> corpus = SyntheticWordCorpus(seed=0, train_tokens=2_000,
+    ...                              valid_tokens=200, test_tokens=200)
+    >>> corpus.sentences("train")[0][:3]
+    ['qi', 'zilozu', 'tihurxo']
+    >>> round(corpus.entropy_rate_bits_per_token, 4)
+    2.9029
+    >>> round(corpus.entropy_rate_perplexity, 2)
+    7.48
 """
 
 from __future__ import annotations
@@ -90,8 +90,10 @@ def expected_tokens_per_sentence(corpus) -> float:
 def sentence_tokens(line: str) -> list:
     """The tokens of one generated sentence (without its ``".\\n"``).
 
-    >>> sentence_tokens("qi helo, zu xesuzu.")
-    ['qi', 'helo', ',', 'zu', 'xesuzu']
+    Examples:
+
+        >>> sentence_tokens("qi helo, zu xesuzu.")
+        ['qi', 'helo', ',', 'zu', 'xesuzu']
     """
     if line.endswith("."):
         line = line[:-1]

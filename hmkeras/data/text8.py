@@ -10,20 +10,20 @@ characters train, the next 5M validate, the last 5M test; 27 symbols.
 Put ``text8.zip`` or the extracted ``text8`` in the manual dir (or the
 data_dir); offline, nothing is downloaded (see `hmkeras.data.sources`).
 
-Example:
+Examples:
 
-    import tensorflow_datasets as tfds
-    from hmkeras.data import Text8, read_split
-    builder = Text8(allow_download=False)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir="/path/to/dir/with/text8.zip"))
-    test = read_split(builder, "test").decode("ascii")
-    assert len(test) == 5_000_000
+        import tensorflow_datasets as tfds
+        from hmkeras.data import Text8, read_split
+        builder = Text8(allow_download=False)
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir="/path/to/dir/with/text8.zip"))
+        test = read_split(builder, "test").decode("ascii")
+        assert len(test) == 5_000_000
 
-Tests use a tiny custom config, e.g.
-``Text8(config=FixedSplitConfig(name="tiny", total_size=1000, valid_size=50,
-test_size=50, checksum=None))``; the default config ("full") checks the
-published size and checksum.
+    Tests use a tiny custom config, e.g.
+    ``Text8(config=FixedSplitConfig(name="tiny", total_size=1000, valid_size=50,
+    test_size=50, checksum=None))``; the default config ("full") checks the
+    published size and checksum.
 """
 
 from __future__ import annotations

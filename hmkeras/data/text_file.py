@@ -14,22 +14,22 @@ missing file, `ValueError` for a directory, an empty or non-UTF-8 file,
 fractions outside (0, 1) or summing to 1 or more, or a part that comes out
 empty.
 
-Example:
+Examples:
 
->>> import os, tempfile
->>> path = os.path.join(tempfile.mkdtemp(), "book.txt")
->>> with open(path, "w", encoding="utf-8") as f:
-...     _ = f.write("0123456789" * 10)
->>> train, valid, test = read_text_splits(path, valid_fraction=0.1,
-...                                       test_fraction=0.2)
->>> len(train), len(valid), len(test), valid[:3], test[:3]
-(70, 10, 20, '012', '012')
->>> train + valid + test == "0123456789" * 10
-True
->>> read_text_splits(path, test_fraction=1.0)
-Traceback (most recent call last):
-...
-ValueError: `test_fraction` must be in (0, 1). Received: 1.0
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "book.txt")
+    >>> with open(path, "w", encoding="utf-8") as f:
+    ...     _ = f.write("0123456789" * 10)
+    >>> train, valid, test = read_text_splits(path, valid_fraction=0.1,
+    ...                                       test_fraction=0.2)
+    >>> len(train), len(valid), len(test), valid[:3], test[:3]
+    (70, 10, 20, '012', '012')
+    >>> train + valid + test == "0123456789" * 10
+    True
+    >>> read_text_splits(path, test_fraction=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `test_fraction` must be in (0, 1). Received: 1.0
 """
 
 from __future__ import annotations
@@ -104,10 +104,10 @@ def split_text(text, valid_fraction=0.05, test_fraction=0.05, name="text_file"):
       ValueError: a fraction outside (0, 1), fractions summing to 1 or
         more, or a part that comes out empty.
 
-    Example:
+    Examples:
 
-    >>> split_text("abcdefghij", valid_fraction=0.2, test_fraction=None)
-    ('abcdefgh', 'ij', None)
+        >>> split_text("abcdefghij", valid_fraction=0.2, test_fraction=None)
+        ('abcdefgh', 'ij', None)
     """
     fractions = {"valid_fraction": valid_fraction, "test_fraction": test_fraction}
     fractions = {key: _check_fraction(key, value)

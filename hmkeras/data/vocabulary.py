@@ -9,22 +9,22 @@ order of the text. Unknown symbols are never mapped silently: `encode`
 raises a `ValueError` that lists them, unless the vocabulary was built with
 an explicit `unknown_symbol`.
 
-Example:
+Examples:
 
->>> vocab = CharVocabulary.from_text("hello world")
->>> vocab.symbols
-' dehlorw'
->>> ids = vocab.encode("hold")
->>> ids.tolist()
-[3, 5, 4, 1]
->>> vocab.decode(ids)
-'hold'
->>> CharVocabulary.from_json(vocab.to_json()) == vocab
-True
->>> vocab.encode("help!")  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-ValueError: Text has 2 symbol(s) not in the vocabulary: ['!', 'p']...
+    >>> vocab = CharVocabulary.from_text("hello world")
+    >>> vocab.symbols
+    ' dehlorw'
+    >>> ids = vocab.encode("hold")
+    >>> ids.tolist()
+    [3, 5, 4, 1]
+    >>> vocab.decode(ids)
+    'hold'
+    >>> CharVocabulary.from_json(vocab.to_json()) == vocab
+    True
+    >>> vocab.encode("help!")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Text has 2 symbol(s) not in the vocabulary: ['!', 'p']...
 """
 
 from __future__ import annotations

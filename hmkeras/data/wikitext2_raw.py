@@ -17,15 +17,15 @@ whitespace-separated tokens of every line plus one end-of-line token per
 line (`count_words`). No checksum is published for the archive; the files are
 checked for format (UTF-8, all three present).
 
-Example:
+Examples:
 
-    import tensorflow_datasets as tfds
-    from hmkeras.data import Wikitext2Raw, read_split
-    builder = Wikitext2Raw(allow_download=False)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir="/path/to/dir/with/wikitext-2-raw-v1.zip"))
-    test = read_split(builder, "test")                    # bytes
-    words = builder.info.metadata["num_words"]["test"]
+        import tensorflow_datasets as tfds
+        from hmkeras.data import Wikitext2Raw, read_split
+        builder = Wikitext2Raw(allow_download=False)
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir="/path/to/dir/with/wikitext-2-raw-v1.zip"))
+        test = read_split(builder, "test")                    # bytes
+        words = builder.info.metadata["num_words"]["test"]
 """
 
 from __future__ import annotations
@@ -70,8 +70,10 @@ def count_words(data: bytes) -> int:
     Every line, empty ones included, counts one end-of-line token, as in the
     token counts of Merity et al.
 
-    >>> count_words(b" = Title = \\n \\n Some text .\\n")
-    9
+    Examples:
+
+        >>> count_words(b" = Title = \\n \\n Some text .\\n")
+        9
     """
     text = data.decode("utf-8")
     lines = text.split("\n")

@@ -16,14 +16,14 @@ leaves the empty ones out by default. The files are checked for format
 (UTF-8, all three present, and the tokenised release: the raw release
 ``wiki.*.raw`` has no ``<unk>``).
 
-Example:
+Examples:
 
-    import tensorflow_datasets as tfds
-    from hmkeras.data import Wikitext2Word, read_sentences
-    builder = Wikitext2Word(allow_download=False)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir="/path/to/dir/with/wikitext-2-v1.zip"))
-    sentences = read_sentences(builder, "test")
+        import tensorflow_datasets as tfds
+        from hmkeras.data import Wikitext2Word, read_sentences
+        builder = Wikitext2Word(allow_download=False)
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+            manual_dir="/path/to/dir/with/wikitext-2-v1.zip"))
+        sentences = read_sentences(builder, "test")
 """
 
 from __future__ import annotations

@@ -14,16 +14,16 @@ Each returns a split as a list of sentences, a sentence a list of tokens
 `data_dir` from the raw files found in `manual_dir` / `data_dir`, downloading
 only when allowed and the server answers (`hmkeras.data.sources`).
 
-Example:
+Examples:
 
->>> sentences = load_word_corpus("embedded", "validation",
-...                              embedded_sizes={"valid_tokens": 300})
->>> all(isinstance(word, str) for word in sentences[0])
-True
->>> load_word_corpus("ptb", "train")
-Traceback (most recent call last):
-...
-ValueError: `name` must be one of ['embedded', 'ptb_word', 'wikitext2_word'], got 'ptb'.
+    >>> sentences = load_word_corpus("embedded", "validation",
+    ...                              embedded_sizes={"valid_tokens": 300})
+    >>> all(isinstance(word, str) for word in sentences[0])
+    True
+    >>> load_word_corpus("ptb", "train")
+    Traceback (most recent call last):
+    ...
+    ValueError: `name` must be one of ['embedded', 'ptb_word', 'wikitext2_word'], got 'ptb'.
 """
 
 from __future__ import annotations

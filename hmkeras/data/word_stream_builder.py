@@ -20,10 +20,10 @@ counts; the pipeline leaves empty sentences out by default.
 Subclasses (`PtbWord`, `Wikitext2Word`) declare `RAW_FILES` and `FILES`
 (``{split: file name}``) and may override `_check_tokens`.
 
-Example:
+Examples:
 
->>> normalise_lines(b" the cat  sat \\n\\n a <unk> .\\n")
-'the cat sat\\n\\na <unk> .\\n'
+    >>> normalise_lines(b" the cat  sat \\n\\n a <unk> .\\n")
+    'the cat sat\\n\\na <unk> .\\n'
 """
 
 from __future__ import annotations

@@ -17,22 +17,22 @@ Words outside the vocabulary map to ``<unk>``; a vocabulary without one
 refuses them (`encode` raises a `ValueError` listing them) instead of
 mapping them silently.
 
-Example:
+Examples:
 
->>> vocab = WordVocabulary.from_sentences([["a", "b", "a"], ["c", "a"]])
->>> vocab.words[:5]
-['<pad>', '<eos>', 'a', 'b', 'c']
->>> vocab.encode(["c", "a"]).tolist()
-[4, 2]
->>> vocab.decode([4, 2, 1])
-['c', 'a', '<eos>']
->>> small = WordVocabulary.from_sentences([["a", "b", "a", "c"]], max_size=4)
->>> small.words, small.encode(["a", "z"]).tolist()
-(['<pad>', '<eos>', '<unk>', 'a'], [3, 2])
->>> vocab.encode(["d"])
-Traceback (most recent call last):
-...
-ValueError: 1 word(s) not in the vocabulary and no unknown token: ['d']. Build the vocabulary with `unknown_token`, or from text that holds them.
+    >>> vocab = WordVocabulary.from_sentences([["a", "b", "a"], ["c", "a"]])
+    >>> vocab.words[:5]
+    ['<pad>', '<eos>', 'a', 'b', 'c']
+    >>> vocab.encode(["c", "a"]).tolist()
+    [4, 2]
+    >>> vocab.decode([4, 2, 1])
+    ['c', 'a', '<eos>']
+    >>> small = WordVocabulary.from_sentences([["a", "b", "a", "c"]], max_size=4)
+    >>> small.words, small.encode(["a", "z"]).tolist()
+    (['<pad>', '<eos>', '<unk>', 'a'], [3, 2])
+    >>> vocab.encode(["d"])
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 word(s) not in the vocabulary and no unknown token: ['d']. Build the vocabulary with `unknown_token`, or from text that holds them.
 """
 
 from __future__ import annotations
@@ -139,13 +139,13 @@ class WordVocabulary:
           others: the other splits, each an iterable of token lists.
           max_size: largest vocabulary (special tokens included), or None.
 
-        Example:
+        Examples:
 
-        >>> vocab = WordVocabulary.from_splits([["a", "b"]], others=[[["a", "c"]]])
-        >>> vocab.words, vocab.encode(["c"]).tolist()
-        (['<pad>', '<eos>', '<unk>', 'a', 'b'], [2])
-        >>> print(WordVocabulary.from_splits([["a", "b"]], [[["b"]]]).unknown_token)
-        None
+            >>> vocab = WordVocabulary.from_splits([["a", "b"]], others=[[["a", "c"]]])
+            >>> vocab.words, vocab.encode(["c"]).tolist()
+            (['<pad>', '<eos>', '<unk>', 'a', 'b'], [2])
+            >>> print(WordVocabulary.from_splits([["a", "b"]], [[["b"]]]).unknown_token)
+            None
         """
         vocab = cls.from_sentences(train, max_size=max_size)
         if vocab.unknown_token is None and any(vocab.count_unknown(part) for part in others):

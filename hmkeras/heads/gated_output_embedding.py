@@ -90,16 +90,16 @@ class GatedOutputEmbedding(OutputEmbedding):
         A tensor of shape `(..., units)`, non-negative. The gates themselves
         are available from `compute_gates(inputs)`, shape `(..., L)`.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> # e.g. an HM cell with units [4, 4, 4]: 12 hidden + 2 boundary columns
-    >>> outputs = np.random.random((2, 5, 14)).astype("float32")
-    >>> embedding = GatedOutputEmbedding(8, layer_sizes=[4, 4, 4])
-    >>> tuple(embedding(outputs).shape)
-    (2, 5, 8)
-    >>> tuple(embedding.compute_gates(outputs).shape)
-    (2, 5, 3)
+        >>> import numpy as np
+        >>> # e.g. an HM cell with units [4, 4, 4]: 12 hidden + 2 boundary columns
+        >>> outputs = np.random.random((2, 5, 14)).astype("float32")
+        >>> embedding = GatedOutputEmbedding(8, layer_sizes=[4, 4, 4])
+        >>> tuple(embedding(outputs).shape)
+        (2, 5, 8)
+        >>> tuple(embedding.compute_gates(outputs).shape)
+        (2, 5, 3)
     """
 
     def __init__(

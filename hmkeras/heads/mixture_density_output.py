@@ -195,19 +195,19 @@ class MixtureDensityOutput(keras.layers.Layer):
     Returns:
         `(..., 6 * num_components + 1)` float32 raw parameters.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> head = MixtureDensityOutput(2)
-    >>> params = head(np.zeros((1, 4, 8), "float32"))
-    >>> tuple(params.shape)
-    (1, 4, 13)
-    >>> targets = np.zeros((1, 4, 3), "float32")
-    >>> nll = head.negative_log_likelihood(params, targets)
-    >>> bool(np.allclose(nll, np.log(2 * np.pi) + np.log(2)))
-    True
-    >>> tuple(head.sample(params, bias=1.0, seed=0).shape)
-    (1, 4, 3)
+        >>> import numpy as np
+        >>> head = MixtureDensityOutput(2)
+        >>> params = head(np.zeros((1, 4, 8), "float32"))
+        >>> tuple(params.shape)
+        (1, 4, 13)
+        >>> targets = np.zeros((1, 4, 3), "float32")
+        >>> nll = head.negative_log_likelihood(params, targets)
+        >>> bool(np.allclose(nll, np.log(2 * np.pi) + np.log(2)))
+        True
+        >>> tuple(head.sample(params, bias=1.0, seed=0).shape)
+        (1, 4, 3)
     """
 
     def __init__(self, num_components, kernel_initializer="glorot_uniform",

@@ -71,14 +71,14 @@ class SimpleOutputEmbedding(OutputEmbedding):
     Returns:
         A tensor of shape `(..., units)`, non-negative.
 
-    Example:
+    Examples:
 
-    >>> import numpy as np
-    >>> # e.g. an HM cell with units [2, 2, 2]: 6 hidden + 2 boundary columns
-    >>> outputs = np.random.random((4, 10, 8)).astype("float32")
-    >>> embedding = SimpleOutputEmbedding(16, layer_sizes=[2, 2, 2])
-    >>> tuple(embedding(outputs).shape)
-    (4, 10, 16)
+        >>> import numpy as np
+        >>> # e.g. an HM cell with units [2, 2, 2]: 6 hidden + 2 boundary columns
+        >>> outputs = np.random.random((4, 10, 8)).astype("float32")
+        >>> embedding = SimpleOutputEmbedding(16, layer_sizes=[2, 2, 2])
+        >>> tuple(embedding(outputs).shape)
+        (4, 10, 16)
     """
 
     def call(self, inputs):

@@ -9,17 +9,17 @@ values (a `ValueError` naming the argument). The model sets the arguments
 that belong to its layout itself (`MODEL_ARGUMENTS`: sizes, seed, the L2
 penalty), so those are refused here, as is any name the cell does not take.
 
-Example:
+Examples:
 
->>> check_cell_options("hmlstm", {"layer_norm": False, "slope": 2}, units=8,
-...                    num_layers=3)
-{'layer_norm': False, 'slope': 2.0}
->>> check_cell_options("hmrnn", {"copy_last": True}, units=8, num_layers=3)
-Traceback (most recent call last):
-...
-ValueError: `cell_options` of cell='hmrnn' has no option 'copy_last' ...
->>> "weight_normalization" in allowed_options("mlstm")
-True
+    >>> check_cell_options("hmlstm", {"layer_norm": False, "slope": 2}, units=8,
+    ...                    num_layers=3)
+    {'layer_norm': False, 'slope': 2.0}
+    >>> check_cell_options("hmrnn", {"copy_last": True}, units=8, num_layers=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: `cell_options` of cell='hmrnn' has no option 'copy_last' ...
+    >>> "weight_normalization" in allowed_options("mlstm")
+    True
 """
 
 import inspect

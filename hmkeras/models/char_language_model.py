@@ -37,19 +37,19 @@ in variables, `hmkeras.training.stateful_training`), the batch-1 evaluation with
 state carried over a whole test set (`hmkeras.analysis.evaluation`) and the stepwise
 generation export (`hmkeras.training.step_export`).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> from hmkeras.models.char_language_model import CharLanguageModel
->>> model = CharLanguageModel(vocab_size=10, cell="hmlstm", units=8,
-...                           num_layers=3, embedding_dim=4, output_units=8)
->>> state = model.zero_state(2)
->>> logits, rnn_outputs, *state = model.network(
-...     [np.zeros((2, 5), "int32"), *state])
->>> tuple(logits.shape), tuple(model.boundaries(rnn_outputs).shape)
-((2, 5, 10), (2, 5, 2))
->>> len(state) == len(model.state_sizes)
-True
+    >>> import numpy as np
+    >>> from hmkeras.models.char_language_model import CharLanguageModel
+    >>> model = CharLanguageModel(vocab_size=10, cell="hmlstm", units=8,
+    ...                           num_layers=3, embedding_dim=4, output_units=8)
+    >>> state = model.zero_state(2)
+    >>> logits, rnn_outputs, *state = model.network(
+    ...     [np.zeros((2, 5), "int32"), *state])
+    >>> tuple(logits.shape), tuple(model.boundaries(rnn_outputs).shape)
+    ((2, 5, 10), (2, 5, 2))
+    >>> len(state) == len(model.state_sizes)
+    True
 """
 
 import dataclasses
@@ -162,12 +162,12 @@ class CharLanguageModelConfig(JsonConfig):
     the option); NumPy scalars are accepted and stored as Python numbers,
     so `to_json` always works.
 
-    Example:
+    Examples:
 
-    >>> config = CharLanguageModelConfig(
-    ...     vocab_size=50, cell="hmrnn", cell_options={"layer_norm": False})
-    >>> CharLanguageModelConfig.from_json(config.to_json()) == config
-    True
+        >>> config = CharLanguageModelConfig(
+        ...     vocab_size=50, cell="hmrnn", cell_options={"layer_norm": False})
+        >>> CharLanguageModelConfig.from_json(config.to_json()) == config
+        True
     """
 
     vocab_size: int

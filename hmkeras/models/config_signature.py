@@ -7,13 +7,15 @@ the dataclass (one source of truth), so that `help()` and
 `inspect.signature` list the fields; the configurations are written to and
 read from JSON by `JsonConfig`:
 
->>> import dataclasses
->>> @dataclasses.dataclass
-... class Config:
-...     units: int = 8
-...     cell: str = "lstm"
->>> str(keyword_signature(Config))
-"(config=None, *, units: int = 8, cell: str = 'lstm')"
+Examples:
+
+    >>> import dataclasses
+    >>> @dataclasses.dataclass
+    ... class Config:
+    ...     units: int = 8
+    ...     cell: str = "lstm"
+    >>> str(keyword_signature(Config))
+    "(config=None, *, units: int = 8, cell: str = 'lstm')"
 """
 
 import dataclasses
@@ -53,17 +55,19 @@ class JsonConfig:
     `from_json` makes the configuration of such a text (a field it lacks
     takes its default).
 
-    >>> @dataclasses.dataclass
-    ... class Config(JsonConfig):
-    ...     units: int = 8
-    ...     cell: str = "hmlstm"
-    >>> print(Config(units=4).to_json())
-    {
-      "cell": "hmlstm",
-      "units": 4
-    }
-    >>> Config.from_json('{"units": 4}')
-    Config(units=4, cell='hmlstm')
+    Examples:
+
+        >>> @dataclasses.dataclass
+        ... class Config(JsonConfig):
+        ...     units: int = 8
+        ...     cell: str = "hmlstm"
+        >>> print(Config(units=4).to_json())
+        {
+          "cell": "hmlstm",
+          "units": 4
+        }
+        >>> Config.from_json('{"units": 4}')
+        Config(units=4, cell='hmlstm')
     """
 
     def to_json(self):

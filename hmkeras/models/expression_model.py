@@ -32,13 +32,13 @@ int}`: character ids from `hmkeras.data.mee.encode_expression`, 0-padded
 at the end, and the ground-truth operations (ignored by the encoders that
 do not use them).  Targets are `(batch, 2)` digits.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> model = ExpressionModel(encoder="rrnet_supervised", units=8, embedding_dim=4)
->>> tokens = np.array([[15, 2, 11, 3, 16]]); operations = np.array([[0, 2, 2, 2, 1]])
->>> model({"tokens": tokens, "operations": operations}).shape
-TensorShape([1, 2, 10])
+    >>> import numpy as np
+    >>> model = ExpressionModel(encoder="rrnet_supervised", units=8, embedding_dim=4)
+    >>> tokens = np.array([[15, 2, 11, 3, 16]]); operations = np.array([[0, 2, 2, 2, 1]])
+    >>> model({"tokens": tokens, "operations": operations}).shape
+    TensorShape([1, 2, 10])
 """
 
 import keras

@@ -23,18 +23,18 @@ embedding). The Keras model `network` is stateless, like the char model's:
 `sequence_log_likelihoods` gives Table 3's measure (the log-likelihood of
 each whole sequence, summed over its predicted steps).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> model = HandwritingModel(cell="hmlstm", units=8, output_units=8,
-...                          num_components=3)
->>> state = model.zero_state(2)
->>> params, rnn_outputs, *state = model.network(
-...     [np.zeros((2, 5, 3), "float32"), *state])
->>> tuple(params.shape), tuple(model.boundaries(rnn_outputs).shape)
-((2, 5, 19), (2, 5, 2))
->>> model.sequence_log_likelihoods([np.zeros((4, 3), "float32")]).shape
-(1,)
+    >>> import numpy as np
+    >>> model = HandwritingModel(cell="hmlstm", units=8, output_units=8,
+    ...                          num_components=3)
+    >>> state = model.zero_state(2)
+    >>> params, rnn_outputs, *state = model.network(
+    ...     [np.zeros((2, 5, 3), "float32"), *state])
+    >>> tuple(params.shape), tuple(model.boundaries(rnn_outputs).shape)
+    ((2, 5, 19), (2, 5, 2))
+    >>> model.sequence_log_likelihoods([np.zeros((4, 3), "float32")]).shape
+    (1,)
 """
 
 import dataclasses
@@ -75,11 +75,11 @@ class HandwritingModelConfig(JsonConfig):
         sequence_layer: As there: the cell's sequence layer (True) or
             `keras.layers.RNN(cell)`.
 
-    Example:
+    Examples:
 
-    >>> config = HandwritingModelConfig(units=8, cell_options={"layer_norm": False})
-    >>> HandwritingModelConfig.from_json(config.to_json()) == config
-    True
+        >>> config = HandwritingModelConfig(units=8, cell_options={"layer_norm": False})
+        >>> HandwritingModelConfig.from_json(config.to_json()) == config
+        True
     """
 
     cell: str = "hmlstm"

@@ -24,18 +24,18 @@ Inputs are a dict `{"left_tokens", "left_operations", "right_tokens",
 ground-truth operations (ignored by the LSTM and the random trees).
 Output: `(batch, 7)` relation logits.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> from hmkeras.data import logic
->>> model = PairClassifier(encoder="rrnet_supervised", units=8, embedding_dim=4)
->>> left, right = "( not a )", "( a or b )"
->>> inputs = {"left_tokens": logic.encode_sentence(left)[None],
-...           "left_operations": np.array([logic.sentence_operations(left)]),
-...           "right_tokens": logic.encode_sentence(right)[None, :4],
-...           "right_operations": np.array([logic.sentence_operations(right)])[:, :4]}
->>> model(inputs).shape
-TensorShape([1, 7])
+    >>> import numpy as np
+    >>> from hmkeras.data import logic
+    >>> model = PairClassifier(encoder="rrnet_supervised", units=8, embedding_dim=4)
+    >>> left, right = "( not a )", "( a or b )"
+    >>> inputs = {"left_tokens": logic.encode_sentence(left)[None],
+    ...           "left_operations": np.array([logic.sentence_operations(left)]),
+    ...           "right_tokens": logic.encode_sentence(right)[None, :4],
+    ...           "right_operations": np.array([logic.sentence_operations(right)])[:, :4]}
+    >>> model(inputs).shape
+    TensorShape([1, 7])
 """
 
 import keras

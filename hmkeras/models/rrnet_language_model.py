@@ -38,14 +38,14 @@ Perplexity (`hmkeras.models.word_language_model.sentence_perplexity`, or
 ``training=False``.  `tree_of` prints the tree the greedy policy builds for
 one sentence (`bracketed_tree`).
 
-Example:
+Examples:
 
->>> import numpy as np
->>> lm = RecurrentRecursiveLanguageModel(vocab_size=12, units=8, max_depth=3, seed=0)
->>> tuple(lm(np.ones((2, 5), "int32")).shape)
-(2, 5, 12)
->>> lm.tree_of(np.array([1, 4, 5, 6]), ["<eos>", "a", "b", "c"]).count(" ")
-3
+    >>> import numpy as np
+    >>> lm = RecurrentRecursiveLanguageModel(vocab_size=12, units=8, max_depth=3, seed=0)
+    >>> tuple(lm(np.ones((2, 5), "int32")).shape)
+    (2, 5, 12)
+    >>> lm.tree_of(np.array([1, 4, 5, 6]), ["<eos>", "a", "b", "c"]).count(" ")
+    3
 """
 
 import dataclasses
@@ -73,8 +73,10 @@ def discounted_returns(rewards, discount):
     """``G_t = sum_{s >= t} discount^(s - t) r_s`` along axis 1 of `rewards`
     `(batch, time)` (the time axis may be of unknown length).
 
-    >>> discounted_returns(tf.constant([[1.0, 2.0, 4.0]]), 0.5).numpy().tolist()
-    [[3.0, 4.0, 4.0]]
+    Examples:
+
+        >>> discounted_returns(tf.constant([[1.0, 2.0, 4.0]]), 0.5).numpy().tolist()
+        [[3.0, 4.0, 4.0]]
     """
     rewards = tf.convert_to_tensor(rewards)
     steps = tf.range(tf.shape(rewards)[1])

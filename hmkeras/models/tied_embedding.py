@@ -9,17 +9,17 @@ output bias `b`, and is called twice in a model:
 * ``layer(h, reverse=True)`` gives the logits ``h E^T + b`` of vectors `h`
   of size `embedding_dim` (project `h` first when its size differs).
 
-Example:
+Examples:
 
->>> import keras, numpy as np
->>> tied = TiedEmbedding(vocab_size=5, embedding_dim=3)
->>> ids = keras.Input((None,), dtype="int32")
->>> logits = tied(tied(ids), reverse=True)
->>> model = keras.Model(ids, logits)
->>> tuple(model(np.zeros((2, 4), "int32")).shape)
-(2, 4, 5)
->>> len(model.trainable_weights)  # E and b, shared by both calls
-2
+    >>> import keras, numpy as np
+    >>> tied = TiedEmbedding(vocab_size=5, embedding_dim=3)
+    >>> ids = keras.Input((None,), dtype="int32")
+    >>> logits = tied(tied(ids), reverse=True)
+    >>> model = keras.Model(ids, logits)
+    >>> tuple(model(np.zeros((2, 4), "int32")).shape)
+    (2, 4, 5)
+    >>> len(model.trainable_weights)  # E and b, shared by both calls
+    2
 """
 
 import keras

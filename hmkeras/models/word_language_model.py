@@ -43,16 +43,16 @@ tokens to the attention weights ``(batch, time, memory_size)`` (slot
 weights)`` over a `hmkeras.data.SentenceBatches`: every real target counts
 once, padding never.
 
-Example:
+Examples:
 
->>> import numpy as np
->>> from hmkeras.models.word_language_model import WordLanguageModel
->>> lm = WordLanguageModel(vocab_size=20, units=8, wrapper="attention",
-...                        memory_size=4, dropout=0.0, seed=1)
->>> tuple(lm.network(np.ones((2, 5), "int32")).shape)
-(2, 5, 20)
->>> tuple(lm.attention_network(np.ones((2, 5), "int32")).shape)
-(2, 5, 4)
+    >>> import numpy as np
+    >>> from hmkeras.models.word_language_model import WordLanguageModel
+    >>> lm = WordLanguageModel(vocab_size=20, units=8, wrapper="attention",
+    ...                        memory_size=4, dropout=0.0, seed=1)
+    >>> tuple(lm.network(np.ones((2, 5), "int32")).shape)
+    (2, 5, 20)
+    >>> tuple(lm.attention_network(np.ones((2, 5), "int32")).shape)
+    (2, 5, 4)
 """
 
 import dataclasses

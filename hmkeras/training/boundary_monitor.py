@@ -36,19 +36,19 @@ Where the rates come from:
   inside a wrapper cell (`hmkeras.AveragingWrapper`,
   `hmkeras.AttentionWrapper`) made with `return_cell_output=True`.
 
-Example:
+Examples:
 
->>> import keras, numpy as np, hmkeras
->>> x = np.random.default_rng(0).integers(0, 20, (16, 30))
->>> model = keras.Sequential([
-...     keras.Input((30,), dtype="int32"), keras.layers.Embedding(20, 8),
-...     keras.layers.RNN(hmkeras.HMLSTMCell(8), return_sequences=True),
-...     keras.layers.Dense(20)])
->>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
->>> monitor = hmkeras.BoundaryMonitor(probe=x[:4], interval=2, verbose=0)
->>> history = model.fit(x, x, epochs=1, batch_size=4, callbacks=[monitor], verbose=0)
->>> sorted(k for k in history.history if k.startswith("z_rate"))
-['z_rate_1', 'z_rate_2']
+    >>> import keras, numpy as np, hmkeras
+    >>> x = np.random.default_rng(0).integers(0, 20, (16, 30))
+    >>> model = keras.Sequential([
+    ...     keras.Input((30,), dtype="int32"), keras.layers.Embedding(20, 8),
+    ...     keras.layers.RNN(hmkeras.HMLSTMCell(8), return_sequences=True),
+    ...     keras.layers.Dense(20)])
+    >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> monitor = hmkeras.BoundaryMonitor(probe=x[:4], interval=2, verbose=0)
+    >>> history = model.fit(x, x, epochs=1, batch_size=4, callbacks=[monitor], verbose=0)
+    >>> sorted(k for k in history.history if k.startswith("z_rate"))
+    ['z_rate_1', 'z_rate_2']
 """
 
 import math

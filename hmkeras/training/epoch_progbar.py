@@ -5,13 +5,13 @@ or to stop after a number of steps) prints its own `Epoch i/n` line; Keras'
 `ProgbarLogger` would add a wrong `Epoch 1/1`, and its bar would end at the
 planned steps when the epoch stopped early.
 
-Example:
+Examples:
 
->>> import keras, numpy as np
->>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
->>> model.compile("sgd", "mse")
->>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2, initial_epoch=1,
-...               verbose=0, callbacks=[EpochProgbar()])
+    >>> import keras, numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2, initial_epoch=1,
+    ...               verbose=0, callbacks=[EpochProgbar()])
 """
 
 import keras

@@ -28,28 +28,28 @@ the run before anything of that epoch is validated or saved: the returned
 progress says where (`progress["non_finite"]`), and the last good
 checkpoint is kept.
 
-Example:
+Examples:
 
->>> import tempfile, keras, numpy as np, tensorflow as tf
->>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
->>> model.compile(keras.optimizers.SGD(), "mse")
->>> data = tf.data.Dataset.from_tensor_slices((np.ones((8, 2)), np.ones((8, 1))))
->>> scores = iter([3.0, 2.0, 2.5, 2.5])
->>> schedule = EpochSchedule(max_epochs=6, learning_rate=0.1, lr_decay=2.0,
-...                          decay_after=2, monitor="val_score", patience=2, verbose=0)
->>> progress = train_epochs(model, data.batch(4), schedule, tempfile.mkdtemp(),
-...                         validate=lambda model: {"val_score": next(scores)})
-Epoch 1/6: learning rate 0.1
-  val_score 3 (best 3)
-Epoch 2/6: learning rate 0.1
-  val_score 2 (best 2)
-Epoch 3/6: learning rate 0.05
-  val_score 2.5 (best 2)
-Epoch 4/6: learning rate 0.025
-  val_score 2.5 (best 2)
-Early stopping.
->>> progress["epoch"], progress["best_val_score"], progress["done"]
-(4, 2.0, True)
+    >>> import tempfile, keras, numpy as np, tensorflow as tf
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(keras.optimizers.SGD(), "mse")
+    >>> data = tf.data.Dataset.from_tensor_slices((np.ones((8, 2)), np.ones((8, 1))))
+    >>> scores = iter([3.0, 2.0, 2.5, 2.5])
+    >>> schedule = EpochSchedule(max_epochs=6, learning_rate=0.1, lr_decay=2.0,
+    ...                          decay_after=2, monitor="val_score", patience=2, verbose=0)
+    >>> progress = train_epochs(model, data.batch(4), schedule, tempfile.mkdtemp(),
+    ...                         validate=lambda model: {"val_score": next(scores)})
+    Epoch 1/6: learning rate 0.1
+      val_score 3 (best 3)
+    Epoch 2/6: learning rate 0.1
+      val_score 2 (best 2)
+    Epoch 3/6: learning rate 0.05
+      val_score 2.5 (best 2)
+    Epoch 4/6: learning rate 0.025
+      val_score 2.5 (best 2)
+    Early stopping.
+    >>> progress["epoch"], progress["best_val_score"], progress["done"]
+    (4, 2.0, True)
 """
 
 import dataclasses
@@ -119,12 +119,12 @@ class EpochSchedule:
         every epoch (Salton & Kelleher Sec. 6.1: 1.0 "halved ... at each
         epoch after 12 epochs"; Sec. 6.2: divided by 1.15 after 14).
 
-        Example:
+        Examples:
 
-        >>> schedule = EpochSchedule(max_epochs=15, learning_rate=1.0, lr_decay=2.0,
-        ...                          decay_after=12)
-        >>> [schedule.learning_rate_at(epoch) for epoch in (0, 11, 12, 13)]
-        [1.0, 1.0, 0.5, 0.25]
+            >>> schedule = EpochSchedule(max_epochs=15, learning_rate=1.0, lr_decay=2.0,
+            ...                          decay_after=12)
+            >>> [schedule.learning_rate_at(epoch) for epoch in (0, 11, 12, 13)]
+            [1.0, 1.0, 0.5, 0.25]
         """
         return self.learning_rate / self.lr_decay ** max(0, epoch + 1 - self.decay_after)
 

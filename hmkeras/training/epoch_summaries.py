@@ -1,13 +1,13 @@
 """`EpochSummaries`: every epoch's logs as TensorBoard scalars.
 
-Example:
+Examples:
 
->>> import os, tempfile
->>> logs = tempfile.mkdtemp()
->>> summaries = EpochSummaries(logs, skip=("batch_bpc",))
->>> summaries.on_epoch_end(0, {"bpc": 1.5, "batch_bpc": 1.4})
->>> len(os.listdir(logs))
-1
+    >>> import os, tempfile
+    >>> logs = tempfile.mkdtemp()
+    >>> summaries = EpochSummaries(logs, skip=("batch_bpc",))
+    >>> summaries.on_epoch_end(0, {"bpc": 1.5, "batch_bpc": 1.4})
+    >>> len(os.listdir(logs))
+    1
 """
 
 import keras

@@ -18,20 +18,20 @@ Sampling stays outside the graph (`hmkeras.heads.mixture_density_output
 .sample_mixture` on `params`), so bias, temperature and seed are chosen
 at drawing time; `examples/sample_handwriting.py` does this.
 
-Example:
+Examples:
 
->>> import tempfile, numpy as np, tensorflow as tf
->>> from hmkeras.models.handwriting_model import HandwritingModel
->>> model = HandwritingModel(units=4, output_units=4, num_components=2)
->>> path = export_handwriting_step_model(model, tempfile.mkdtemp())
->>> loaded = tf.saved_model.load(path)
->>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
->>> out = loaded.signatures["step"](strokes=tf.zeros([1, 3]), **state)
->>> tuple(out["params"].shape), tuple(out["boundaries"].shape)
-((1, 13), (1, 2))
->>> lines = generate_strokes(loaded, num_steps=5, num_samples=2, bias=1.0)
->>> [line.shape for line in lines]
-[(5, 3), (5, 3)]
+    >>> import tempfile, numpy as np, tensorflow as tf
+    >>> from hmkeras.models.handwriting_model import HandwritingModel
+    >>> model = HandwritingModel(units=4, output_units=4, num_components=2)
+    >>> path = export_handwriting_step_model(model, tempfile.mkdtemp())
+    >>> loaded = tf.saved_model.load(path)
+    >>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
+    >>> out = loaded.signatures["step"](strokes=tf.zeros([1, 3]), **state)
+    >>> tuple(out["params"].shape), tuple(out["boundaries"].shape)
+    ((1, 13), (1, 2))
+    >>> lines = generate_strokes(loaded, num_steps=5, num_samples=2, bias=1.0)
+    >>> [line.shape for line in lines]
+    [(5, 3), (5, 3)]
 """
 
 import numpy as np

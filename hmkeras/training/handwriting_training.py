@@ -16,17 +16,17 @@ and it logs
 Batches are `(inputs, targets, weights)` as made by
 `hmkeras.models.handwriting_model.pad_sequences`.
 
-Example:
+Examples:
 
->>> import keras, numpy as np
->>> from hmkeras.models.handwriting_model import HandwritingModel, pad_sequences
->>> model = HandwritingModel(units=4, output_units=4, num_components=2)
->>> trainer = HandwritingTrainer(model)
->>> trainer.compile(keras.optimizers.Adam(0.01))
->>> x, y, w = pad_sequences([np.zeros((6, 3), "float32")] * 2)
->>> history = trainer.fit(x, y, sample_weight=w, batch_size=2, verbose=0)
->>> sorted(history.history)
-['loss', 'nll_per_sequence', 'z_rate_1', 'z_rate_2']
+    >>> import keras, numpy as np
+    >>> from hmkeras.models.handwriting_model import HandwritingModel, pad_sequences
+    >>> model = HandwritingModel(units=4, output_units=4, num_components=2)
+    >>> trainer = HandwritingTrainer(model)
+    >>> trainer.compile(keras.optimizers.Adam(0.01))
+    >>> x, y, w = pad_sequences([np.zeros((6, 3), "float32")] * 2)
+    >>> history = trainer.fit(x, y, sample_weight=w, batch_size=2, verbose=0)
+    >>> sorted(history.history)
+    ['loss', 'nll_per_sequence', 'z_rate_1', 'z_rate_2']
 """
 
 import keras

@@ -10,21 +10,21 @@ before `compile` (its layers and weights exist) can build its optimizer in
 `compile` instead; the train function is then traced once. The optimizer's
 variables and every training result are the same.
 
-Example:
+Examples:
 
->>> import keras, numpy as np
->>> class Regression(BuildsOptimizerOnCompile, keras.Model):
-...     def __init__(self):
-...         super().__init__()
-...         self.dense = keras.layers.Dense(1)
-...         self.dense.build((None, 2))
-...         self.built = True
-...     def call(self, x):
-...         return self.dense(x)
->>> model = Regression()
->>> model.compile(keras.optimizers.Adam(0.1), "mse")
->>> model.optimizer.built, len(model.optimizer.variables)
-(True, 6)
+    >>> import keras, numpy as np
+    >>> class Regression(BuildsOptimizerOnCompile, keras.Model):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.dense = keras.layers.Dense(1)
+    ...         self.dense.build((None, 2))
+    ...         self.built = True
+    ...     def call(self, x):
+    ...         return self.dense(x)
+    >>> model = Regression()
+    >>> model.compile(keras.optimizers.Adam(0.1), "mse")
+    >>> model.optimizer.built, len(model.optimizer.variables)
+    (True, 6)
 """
 
 

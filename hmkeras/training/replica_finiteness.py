@@ -10,11 +10,11 @@ summed gradients are infinite and the weights become NaN.
 soon as those of any replica are, so the optimizer skips the step
 everywhere.  With one replica it returns the gradients unchanged.
 
-Example:
+Examples:
 
->>> import tensorflow as tf
->>> [g.numpy().tolist() for g in agree_on_finiteness([tf.constant([1.0, 2.0])])]
-[[1.0, 2.0]]
+    >>> import tensorflow as tf
+    >>> [g.numpy().tolist() for g in agree_on_finiteness([tf.constant([1.0, 2.0])])]
+    [[1.0, 2.0]]
 """
 
 import keras

@@ -22,18 +22,18 @@ into the same directory does:
 The errors are `RunDirectoryError`s whose messages name the settings as
 `--name` flags (the command lines of `examples/` are their users).
 
-Example:
+Examples:
 
->>> import json, os, tempfile
->>> run = tempfile.mkdtemp()
->>> with open(os.path.join(run, "settings.json"), "w") as f:
-...     json.dump({"units": 8, "verbose": 1}, f)
->>> settings_changes(run, {"units": 8, "verbose": 0}, model_keys=["units"])
-({}, {'verbose': (1, 0)})
->>> prepare_run_directory(run, {"units": 16}, model_keys=["units"])  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-hmkeras.training.run_directory.RunDirectoryError: --output_dir=... holds a run of another model (--units 8 -> 16), ...
+    >>> import json, os, tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> with open(os.path.join(run, "settings.json"), "w") as f:
+    ...     json.dump({"units": 8, "verbose": 1}, f)
+    >>> settings_changes(run, {"units": 8, "verbose": 0}, model_keys=["units"])
+    ({}, {'verbose': (1, 0)})
+    >>> prepare_run_directory(run, {"units": 16}, model_keys=["units"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hmkeras.training.run_directory.RunDirectoryError: --output_dir=... holds a run of another model (--units 8 -> 16), ...
 """
 
 import contextlib
@@ -60,12 +60,12 @@ class RunClock:
     the checkpoint's progress (`before`, up to its step) plus this
     process' since `start`.
 
-    Example:
+    Examples:
 
-    >>> clock = RunClock(start=time.time() - 2.0)
-    >>> clock.before = 10.0
-    >>> 12.0 <= clock.total() < 13.0
-    True
+        >>> clock = RunClock(start=time.time() - 2.0)
+        >>> clock.before = 10.0
+        >>> 12.0 <= clock.total() < 13.0
+        True
     """
 
     def __init__(self, start=None):
@@ -80,10 +80,10 @@ class RunClock:
 def flag_text(value):
     """A setting's value as written on a command line (`true`, `5,15`, `unset`).
 
-    Example:
+    Examples:
 
-    >>> flag_text(True), flag_text([5, 15]), flag_text(None), flag_text(0.5)
-    ('true', '5,15', 'unset', '0.5')
+        >>> flag_text(True), flag_text([5, 15]), flag_text(None), flag_text(0.5)
+        ('true', '5,15', 'unset', '0.5')
     """
     if isinstance(value, bool):
         return str(value).lower()
@@ -95,10 +95,10 @@ def flag_text(value):
 def changes_text(changes):
     """`{name: (old, new)}` as `--name old -> new, ...`.
 
-    Example:
+    Examples:
 
-    >>> changes_text({"units": (8, 16), "layer_norm": (True, False)})
-    '--units 8 -> 16, --layer_norm true -> false'
+        >>> changes_text({"units": (8, 16), "layer_norm": (True, False)})
+        '--units 8 -> 16, --layer_norm true -> false'
     """
     return ", ".join(f"--{name} {flag_text(old)} -> {flag_text(new)}"
                      for name, (old, new) in changes.items())
@@ -194,18 +194,18 @@ def write_run_files(run_dir, config, settings, vocabulary=None):
     (`config.to_json()`), `settings.json` (`settings`, keys sorted) and,
     with a `vocabulary`, `vocabulary.json` (`vocabulary.save`).
 
-    Example:
+    Examples:
 
-    >>> import tempfile
-    >>> class Config:
-    ...     def to_json(self):
-    ...         return '{"units": 8}'
-    >>> run = os.path.join(tempfile.mkdtemp(), "run")
-    >>> write_run_files(run, Config(), {"units": 8, "cell": "lstm"})
-    >>> sorted(os.listdir(run))
-    ['model_config.json', 'settings.json']
-    >>> settings_changes(run, {"units": 16, "cell": "lstm"}, model_keys=["units"])
-    ({'units': (8, 16)}, {})
+        >>> import tempfile
+        >>> class Config:
+        ...     def to_json(self):
+        ...         return '{"units": 8}'
+        >>> run = os.path.join(tempfile.mkdtemp(), "run")
+        >>> write_run_files(run, Config(), {"units": 8, "cell": "lstm"})
+        >>> sorted(os.listdir(run))
+        ['model_config.json', 'settings.json']
+        >>> settings_changes(run, {"units": 16, "cell": "lstm"}, model_keys=["units"])
+        ({'units': (8, 16)}, {})
     """
     os.makedirs(run_dir, exist_ok=True)
     if vocabulary is not None:
@@ -222,11 +222,11 @@ def config_changes(old, new):
     `field.entry`, an entry one side lacks is `"default"`. Fields `old`
     lacks are left out.
 
-    Example:
+    Examples:
 
-    >>> config_changes({"units": 8, "cell_options": {"slope": 1.0}},
-    ...                {"units": 8, "cell_options": {"layer_norm": False}, "new": 1})
-    {'cell_options.layer_norm': ('default', False), 'cell_options.slope': (1.0, 'default')}
+        >>> config_changes({"units": 8, "cell_options": {"slope": 1.0}},
+        ...                {"units": 8, "cell_options": {"layer_norm": False}, "new": 1})
+        {'cell_options.layer_norm': ('default', False), 'cell_options.slope': (1.0, 'default')}
     """
     changes = {}
     for name, value in new.items():
@@ -273,15 +273,15 @@ def finished_results(run_dir, max_epochs, max_steps=0):
     `max_steps`, that many `steps`), as saved; None otherwise (no results,
     or a larger `max_epochs` / `max_steps` trains on).
 
-    Example:
+    Examples:
 
-    >>> import tempfile
-    >>> run = tempfile.mkdtemp()
-    >>> write_results(run, {"epochs": 3, "steps": 30, "stopped_early": False})
-    >>> finished_results(run, max_epochs=3)["epochs"], finished_results(run, max_epochs=4)
-    (3, None)
-    >>> finished_results(run, max_epochs=4, max_steps=30)["steps"]
-    30
+        >>> import tempfile
+        >>> run = tempfile.mkdtemp()
+        >>> write_results(run, {"epochs": 3, "steps": 30, "stopped_early": False})
+        >>> finished_results(run, max_epochs=3)["epochs"], finished_results(run, max_epochs=4)
+        (3, None)
+        >>> finished_results(run, max_epochs=4, max_steps=30)["steps"]
+        30
     """
     path = os.path.join(run_dir, RESULTS)
     if not os.path.isfile(path):
@@ -298,10 +298,10 @@ def finished_results(run_dir, max_epochs, max_steps=0):
 def finite_json(value):
     """`value` with NaN / inf floats replaced by None (strict JSON).
 
-    Example:
+    Examples:
 
-    >>> finite_json({"a": [1.0, float("nan")], "b": float("inf")})
-    {'a': [1.0, None], 'b': None}
+        >>> finite_json({"a": [1.0, float("nan")], "b": float("inf")})
+        {'a': [1.0, None], 'b': None}
     """
     if isinstance(value, dict):
         return {k: finite_json(v) for k, v in value.items()}
@@ -323,19 +323,19 @@ def removing_new_empty_dirs(roots):
     """On an exception, removes the directories created under (and up to)
     each of `roots` meanwhile that are still empty; then re-raises.
 
-    Example:
+    Examples:
 
-    >>> import tempfile
-    >>> base = tempfile.mkdtemp()
-    >>> run = os.path.join(base, "a", "run")
-    >>> try:
-    ...     with removing_new_empty_dirs([run]):
-    ...         os.makedirs(run)
-    ...         raise KeyboardInterrupt
-    ... except KeyboardInterrupt:
-    ...     pass
-    >>> os.listdir(base)
-    []
+        >>> import tempfile
+        >>> base = tempfile.mkdtemp()
+        >>> run = os.path.join(base, "a", "run")
+        >>> try:
+        ...     with removing_new_empty_dirs([run]):
+        ...         os.makedirs(run)
+        ...         raise KeyboardInterrupt
+        ... except KeyboardInterrupt:
+        ...     pass
+        >>> os.listdir(base)
+        []
     """
     before = []
     for root in roots:

@@ -40,19 +40,19 @@ class SlopeAnnealing(keras.callbacks.Callback):
     The schedule may return a Python or NumPy number; it must be finite
     and > 0 (a `ValueError` otherwise).
 
-    Example:
+    Examples:
 
-    >>> import keras, numpy as np, hmkeras
-    >>> model = keras.Sequential([
-    ...     keras.Input((6, 3)),
-    ...     keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2)),
-    ...     keras.layers.Dense(1)])
-    >>> model.compile("adam", "mse")
-    >>> annealing = hmkeras.SlopeAnnealing(lambda epoch: 1.0 + epoch)
-    >>> _ = model.fit(np.zeros((4, 6, 3)), np.zeros((4, 1)), epochs=3,
-    ...               callbacks=[annealing], verbose=0)
-    >>> float(model.layers[0].cell.slope.numpy())
-    3.0
+        >>> import keras, numpy as np, hmkeras
+        >>> model = keras.Sequential([
+        ...     keras.Input((6, 3)),
+        ...     keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2)),
+        ...     keras.layers.Dense(1)])
+        >>> model.compile("adam", "mse")
+        >>> annealing = hmkeras.SlopeAnnealing(lambda epoch: 1.0 + epoch)
+        >>> _ = model.fit(np.zeros((4, 6, 3)), np.zeros((4, 1)), epochs=3,
+        ...               callbacks=[annealing], verbose=0)
+        >>> float(model.layers[0].cell.slope.numpy())
+        3.0
     """
 
     def __init__(self, schedule=None, unit="epoch", verbose=0):

@@ -18,20 +18,20 @@ The same functions are attributes of the object `tf.saved_model.load`
 returns (`loaded.step(...)` etc.); the signatures are there for serving.
 For hierarchical cells the step also returns `"boundaries"` `[batch, L-1]`.
 
-Example:
+Examples:
 
->>> import tempfile, numpy as np, tensorflow as tf
->>> from hmkeras.models.char_language_model import CharLanguageModel
->>> from hmkeras.data import CharVocabulary
->>> vocab = CharVocabulary.from_text("ab c")
->>> lm = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=4,
-...                        embedding_dim=3, output_units=4)
->>> path = export_step_model(lm, vocab, tempfile.mkdtemp())
->>> loaded = tf.saved_model.load(path)
->>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
->>> out = loaded.signatures["step"](token_ids=tf.constant([0]), **state)
->>> tuple(out["probabilities"].shape)
-(1, 4)
+    >>> import tempfile, numpy as np, tensorflow as tf
+    >>> from hmkeras.models.char_language_model import CharLanguageModel
+    >>> from hmkeras.data import CharVocabulary
+    >>> vocab = CharVocabulary.from_text("ab c")
+    >>> lm = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=4,
+    ...                        embedding_dim=3, output_units=4)
+    >>> path = export_step_model(lm, vocab, tempfile.mkdtemp())
+    >>> loaded = tf.saved_model.load(path)
+    >>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
+    >>> out = loaded.signatures["step"](token_ids=tf.constant([0]), **state)
+    >>> tuple(out["probabilities"].shape)
+    (1, 4)
 """
 
 import tensorflow as tf

@@ -24,20 +24,20 @@ the readers fall back on and the next `save` moves back first. A
 half-written `latest.tmp` is never read. `restore` returns the progress
 dict (or None when there is no checkpoint).
 
-Example:
+Examples:
 
->>> import keras, numpy as np, tempfile
->>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
->>> model.compile(keras.optimizers.Adam(0.1), "mse")
->>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
->>> ckpt = TrainingCheckpoint(tempfile.mkdtemp())
->>> ckpt.save(model, {"epoch": 1, "batch": 0})
->>> clone = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
->>> clone.compile(keras.optimizers.Adam(0.1), "mse")
->>> ckpt.restore(clone)["epoch"]
-1
->>> int(clone.optimizer.iterations.numpy())
-1
+    >>> import keras, numpy as np, tempfile
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(keras.optimizers.Adam(0.1), "mse")
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
+    >>> ckpt = TrainingCheckpoint(tempfile.mkdtemp())
+    >>> ckpt.save(model, {"epoch": 1, "batch": 0})
+    >>> clone = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> clone.compile(keras.optimizers.Adam(0.1), "mse")
+    >>> ckpt.restore(clone)["epoch"]
+    1
+    >>> int(clone.optimizer.iterations.numpy())
+    1
 """
 
 import json

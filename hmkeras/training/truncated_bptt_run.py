@@ -19,20 +19,20 @@ to go on); a non-finite loss, or a non-finite weight where a checkpoint is
 due, stops it before anything is saved: the last good checkpoint is kept
 and the returned progress says where (`progress["non_finite"]`).
 
-Example:
+Examples:
 
->>> import tempfile, numpy as np
->>> from hmkeras.models.char_language_model import CharLanguageModel
->>> from hmkeras.models.char_language_model import CharLanguageModelConfig
->>> lm = CharLanguageModel(CharLanguageModelConfig(
-...     vocab_size=5, cell="lstm", units=4, embedding_dim=3, output="none"))
->>> ids = np.arange(200) % 5
->>> schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=1, verbose=0)
->>> progress = train_truncated_bptt(
-...     lm, ids, schedule, tempfile.mkdtemp(), validate=lambda lm: {"val_bpc": 1.0})
-Epoch 1/1: 9 steps
->>> progress["epoch"], progress["best_val_bpc"]
-(1, 1.0)
+    >>> import tempfile, numpy as np
+    >>> from hmkeras.models.char_language_model import CharLanguageModel
+    >>> from hmkeras.models.char_language_model import CharLanguageModelConfig
+    >>> lm = CharLanguageModel(CharLanguageModelConfig(
+    ...     vocab_size=5, cell="lstm", units=4, embedding_dim=3, output="none"))
+    >>> ids = np.arange(200) % 5
+    >>> schedule = TrainingSchedule(batch_size=2, seq_len=10, max_epochs=1, verbose=0)
+    >>> progress = train_truncated_bptt(
+    ...     lm, ids, schedule, tempfile.mkdtemp(), validate=lambda lm: {"val_bpc": 1.0})
+    Epoch 1/1: 9 steps
+    >>> progress["epoch"], progress["best_val_bpc"]
+    (1, 1.0)
 """
 
 import dataclasses
@@ -109,11 +109,11 @@ class TrainingSchedule:
 def all_finite(variables):
     """Whether every float variable in `variables` holds finite values only.
 
-    Example:
+    Examples:
 
-    >>> import keras
-    >>> all_finite([keras.Variable([1.0, 2.0])]), all_finite([keras.Variable([np.nan])])
-    (True, False)
+        >>> import keras
+        >>> all_finite([keras.Variable([1.0, 2.0])]), all_finite([keras.Variable([np.nan])])
+        (True, False)
     """
     return all(np.all(np.isfinite(v.numpy())) for v in variables
                if np.issubdtype(np.dtype(v.dtype), np.floating))
@@ -193,10 +193,10 @@ class _Validation(keras.callbacks.Callback):
 def epoch_header(schedule, epoch, start, steps, num_batches):
     """`Epoch 2/6: 94 steps`, or which batches this `fit` trains, and why.
 
-    Example:
+    Examples:
 
-    >>> epoch_header(TrainingSchedule(max_epochs=6, max_steps=50), 1, 10, 40, 94)
-    'Epoch 2/6: batches 11-50 of 94 (40 steps, resumed, then --max_steps=50 stops the run)'
+        >>> epoch_header(TrainingSchedule(max_epochs=6, max_steps=50), 1, 10, 40, 94)
+        'Epoch 2/6: batches 11-50 of 94 (40 steps, resumed, then --max_steps=50 stops the run)'
     """
     line = f"Epoch {epoch + 1}/{schedule.max_epochs}: "
     if steps == 0:

@@ -99,18 +99,18 @@ class AttentionWrapper(CellWrapper):
         states: The flat state list described above.
         training: Passed to the wrapped cell.
 
-    Example:
+    Examples:
 
-    >>> import keras, numpy as np
-    >>> from hmkeras.wrappers import AttentionWrapper
-    >>> wrapper = AttentionWrapper(keras.layers.LSTMCell(4), memory_size=3,
-    ...                            return_attention=True)
-    >>> y = keras.layers.RNN(wrapper, return_sequences=True)(np.ones((1, 5, 2), "float32"))
-    >>> weights = wrapper.split_outputs(y).attention  # (1, 5, 3), oldest slot first
-    >>> np.round(weights[0, :, :].numpy().sum(axis=-1), 5).tolist()
-    [0.0, 1.0, 1.0, 1.0, 1.0]
-    >>> weights[0, 1, :2].numpy().tolist()  # one state stored at step 2
-    [0.0, 0.0]
+        >>> import keras, numpy as np
+        >>> from hmkeras.wrappers import AttentionWrapper
+        >>> wrapper = AttentionWrapper(keras.layers.LSTMCell(4), memory_size=3,
+        ...                            return_attention=True)
+        >>> y = keras.layers.RNN(wrapper, return_sequences=True)(np.ones((1, 5, 2), "float32"))
+        >>> weights = wrapper.split_outputs(y).attention  # (1, 5, 3), oldest slot first
+        >>> np.round(weights[0, :, :].numpy().sum(axis=-1), 5).tolist()
+        [0.0, 1.0, 1.0, 1.0, 1.0]
+        >>> weights[0, 1, :2].numpy().tolist()  # one state stored at step 2
+        [0.0, 0.0]
     """
 
     _has_attention = True

@@ -69,16 +69,16 @@ class AveragingWrapper(CellWrapper):
         states: The flat state list described above.
         training: Passed to the wrapped cell.
 
-    Example:
+    Examples:
 
-    >>> import keras, numpy as np
-    >>> from hmkeras.wrappers import AveragingWrapper
-    >>> wrapper = AveragingWrapper(keras.layers.LSTMCell(8))
-    >>> rnn = keras.layers.RNN(wrapper, return_sequences=True)
-    >>> tuple(rnn(np.ones((2, 5, 3), "float32")).shape)
-    (2, 5, 8)
-    >>> wrapper.state_size
-    [8, 8, 8, 1]
+        >>> import keras, numpy as np
+        >>> from hmkeras.wrappers import AveragingWrapper
+        >>> wrapper = AveragingWrapper(keras.layers.LSTMCell(8))
+        >>> rnn = keras.layers.RNN(wrapper, return_sequences=True)
+        >>> tuple(rnn(np.ones((2, 5, 3), "float32")).shape)
+        (2, 5, 8)
+        >>> wrapper.state_size
+        [8, 8, 8, 1]
     """
 
     def __init__(

@@ -51,19 +51,19 @@ model:
     x = keras.layers.Concatenate()([x, keras.ops.cast(ids, "float32")[..., None]])
     y = keras.layers.RNN(AveragingWrapper(cell, reset_token_id=eos_id))(x)
 
-Example:
+Examples:
 
->>> import keras, numpy as np, hmkeras
->>> from hmkeras.wrappers import AveragingWrapper
->>> wrapper = AveragingWrapper(hmkeras.HMLSTMCell(4, num_layers=2),
-...                            return_cell_output=True)
->>> y = keras.layers.RNN(wrapper, return_sequences=True)(np.zeros((2, 3, 5), "float32"))
->>> parts = wrapper.split_outputs(y)
->>> tuple(parts.output.shape), tuple(parts.cell_output.shape), parts.attention
-((2, 3, 8), (2, 3, 9), None)
->>> hiddens, boundaries = wrapper.cell.split_outputs(parts.cell_output)
->>> tuple(boundaries.shape)
-(2, 3, 1)
+    >>> import keras, numpy as np, hmkeras
+    >>> from hmkeras.wrappers import AveragingWrapper
+    >>> wrapper = AveragingWrapper(hmkeras.HMLSTMCell(4, num_layers=2),
+    ...                            return_cell_output=True)
+    >>> y = keras.layers.RNN(wrapper, return_sequences=True)(np.zeros((2, 3, 5), "float32"))
+    >>> parts = wrapper.split_outputs(y)
+    >>> tuple(parts.output.shape), tuple(parts.cell_output.shape), parts.attention
+    ((2, 3, 8), (2, 3, 9), None)
+    >>> hiddens, boundaries = wrapper.cell.split_outputs(parts.cell_output)
+    >>> tuple(boundaries.shape)
+    (2, 3, 1)
 """
 
 import collections
