@@ -43,7 +43,6 @@ Rerunning into the same --output_dir resumes that run (the flags that shape
 the model must match; --overwrite starts afresh).
 """
 
-import json
 import math
 import os
 import time
@@ -230,6 +229,8 @@ def run(s):
     import keras
 
     from hmkeras.analysis import handwriting_report as report
+    from hmkeras.training.run_directory import RunClock
+    from hmkeras.training.run_directory import write_results
     from hmkeras.analysis.handwriting_plot import plot_handwriting, plot_segments
     from hmkeras.data.stroke_offsets import denormalize_offsets
     from hmkeras.models.handwriting_model import HandwritingModel
@@ -285,9 +286,9 @@ def run(s):
         os.path.join(out_dir, "samples.png"), lines,
         [f"sample {i + 1} (bias {s['sample_bias']})" for i in range(len(lines))])
     results["step_model"] = step_dir
-    results["wall_seconds"] = time.time() - started
-    with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    # A finished run trained on counts the seconds of its results too.
+    results["wall_seconds"] = RunClock.of_run(out_dir, started).total()
+    write_results(out_dir, results)
     print("\n".join(report.summary_lines(results)))
     return results
 

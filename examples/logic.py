@@ -24,7 +24,6 @@ Examples:
 """
 
 import collections
-import json
 import os
 import time
 
@@ -134,6 +133,7 @@ def run(s):
     import numpy as np
 
     from hmkeras.models.pair_classifier import PairClassifier
+    from hmkeras.training.run_directory import write_results
 
     keras.utils.set_random_seed(s["seed"])
     train = load_split("train", s["train_max_operations"], s["train_size"], s["seed"])
@@ -180,8 +180,7 @@ def run(s):
     results["wall_seconds"] = time.time() - started
     if s["output_dir"]:
         os.makedirs(s["output_dir"], exist_ok=True)
-        with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
-            json.dump(results, f, indent=2)
+        write_results(s["output_dir"], results)
     return results
 
 

@@ -33,7 +33,6 @@ Examples:
     python examples/mee.py --encoder=lstm --tiny        # a smoke test
 """
 
-import json
 import os
 import time
 
@@ -172,6 +171,7 @@ def run(s):
     import numpy as np
 
     from hmkeras.models.expression_model import ExpressionModel
+    from hmkeras.training.run_directory import write_results
 
     keras.utils.set_random_seed(s["seed"])
     train = load_split("train", s["train_lengths"], s["train_size"], s["seed"])
@@ -219,8 +219,7 @@ def run(s):
     results["wall_seconds"] = time.time() - started
     if s["output_dir"]:
         os.makedirs(s["output_dir"], exist_ok=True)
-        with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
-            json.dump(results, f, indent=2)
+        write_results(s["output_dir"], results)
     return results
 
 

@@ -146,7 +146,7 @@ def _run(s, changed):
     lm = CharLanguageModel(config)
     print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
           f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
-    clock = run_directory.RunClock(started)
+    clock = run_directory.RunClock.of_run(s["output_dir"], started)
     progress = train_truncated_bptt(
         lm, ids["train"], TrainingSchedule.from_settings(s), s["output_dir"],
         validate=lambda lm: report.validation_logs(

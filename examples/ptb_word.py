@@ -341,6 +341,8 @@ def run(s):
     from hmkeras import data
     from hmkeras.analysis.attention_plot import plot_word_lm_attention
     from hmkeras.models.word_language_model import sentence_perplexity
+    from hmkeras.training.run_directory import RunClock
+    from hmkeras.training.run_directory import write_results
 
     vocab = data.WordVocabulary.from_splits(
         sentences["train"], [sentences["validation"], sentences["test"]],
@@ -375,9 +377,9 @@ def run(s):
     if s["wrapper"] != "none":
         results["attention_png"] = plot_word_lm_attention(
             os.path.join(s["output_dir"], "attention.png"), lm, words, vocab.encode(words))
-    results["wall_seconds"] = time.time() - started
-    with open(os.path.join(s["output_dir"], "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    # A finished run trained on counts the seconds of its results too.
+    results["wall_seconds"] = RunClock.of_run(s["output_dir"], started).total()
+    write_results(s["output_dir"], results)
     line = (f"\n=== {s['cell']} + {s['wrapper']}: validation perplexity "
             f"{results['validation']['perplexity']:.3f}, test perplexity "
             f"{results['test']['perplexity']:.3f}")

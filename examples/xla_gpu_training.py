@@ -268,7 +268,7 @@ def train(s, lm, trainer, batches, checkpoint, clock):
     progress["steps_run"] = 0  # this process' (its first steps compile)
     progress.setdefault("timed_steps", 0)
     progress.setdefault("timed_seconds", 0.0)
-    clock.before = progress.get("seconds", 0.0)
+    clock.resume_from(progress.get("seconds", 0.0))
     callbacks = [_progress_callback(s, trainer, checkpoint, progress, clock)]
     if lm.is_hierarchical:
         callbacks.append(hmkeras.BoundaryMonitor(
@@ -355,7 +355,7 @@ def _run(s):
         print(f"{s['cell']}: {lm.count_params():,} parameters; {s['strategy']} strategy, "
               f"{replicas} replica(s) of {s['batch_size'] // replicas} rows; "
               f"{s['precision']}; jit_compile={s['jit_compile']}.")
-        clock = run_directory.RunClock(started)
+        clock = run_directory.RunClock.of_run(s["output_dir"], started)
         progress = train(s, lm, trainer, batches, checkpoint, clock)
         evaluator = TruncatedBPTTModel(lm, None, carry_state=False)
         evaluator.compile(loss=evaluator.loss_function(), jit_compile=s["jit_compile"])

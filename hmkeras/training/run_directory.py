@@ -17,7 +17,7 @@ into the same directory does:
   epochs (or steps), read back unchanged, so a rerun never loses results.
 * `write_results`: results as strict JSON (NaN / inf written as null).
 * `removing_new_empty_dirs`: a failed run leaves no empty directories.
-* `RunClock`: the seconds of a run over every process that trained it.
+* `RunClock`: the seconds of a run over every process that worked on it.
 
 The errors are `RunDirectoryError`s whose messages name the settings as
 `--name` flags (the command lines of `examples/` are their users).
@@ -56,21 +56,46 @@ class RunDirectoryError(ValueError):
 
 
 class RunClock:
-    """Seconds of a run over every process that worked on it: those saved in
-    the checkpoint's progress (`before`, up to its step) plus this
-    process' since `start`.
+    """Seconds of a run over every process that worked on it: the seconds
+    of the processes before this one (`before`) plus this process' since
+    `start`.
+
+    `before` comes from the run directory: `RunClock.of_run` starts from
+    the `results.json` of a finished run that is now trained on (its
+    evaluation and exports included), and `resume_from` raises it to the
+    seconds saved with the checkpoint a process resumes from.
 
     Examples:
 
-        >>> clock = RunClock(start=time.time() - 2.0)
-        >>> clock.before = 10.0
-        >>> 12.0 <= clock.total() < 13.0
+        >>> import tempfile
+        >>> run = tempfile.mkdtemp()
+        >>> write_results(run, {"wall_seconds": 30.0})
+        >>> clock = RunClock.of_run(run, start=time.time() - 2.0)
+        >>> clock.resume_from(10.0)  # checkpoint before the evaluation: earlier
+        >>> 32.0 <= clock.total() < 33.0
         True
     """
 
-    def __init__(self, start=None):
+    def __init__(self, start=None, before=0.0):
         self.start = time.time() if start is None else start
-        self.before = 0.0
+        self.before = before
+
+    @classmethod
+    def of_run(cls, run_dir, start=None):
+        """A clock for a process working on the run in `run_dir`: `before` is
+        the `wall_seconds` of its `results.json` (0 when it has none)."""
+        path = os.path.join(run_dir, RESULTS)
+        before = 0.0
+        if os.path.isfile(path):
+            with open(path) as f:
+                before = json.load(f).get("wall_seconds") or 0.0
+        return cls(start, before)
+
+    def resume_from(self, seconds):
+        """The run's seconds up to the checkpoint this process resumes from:
+        `before` becomes the larger of the two (a finished run's results
+        count the seconds after its last checkpoint too)."""
+        self.before = max(self.before, seconds)
 
     def total(self):
         """The run's seconds so far."""

@@ -230,8 +230,8 @@ def train_truncated_bptt(lm, train_ids, schedule, output_dir, validate, changed=
         changed: Names of settings changed since the resumed run; a changed
             `learning_rate` replaces the checkpoint's rate (divided as often
             as the run has divided it).
-        clock: The run's `RunClock` (its seconds before this process are
-            read from the checkpoint).
+        clock: The run's `RunClock` (`RunClock.of_run`); it resumes from
+            the seconds saved with the checkpoint.
 
     Returns:
         The progress dict: `epoch`, `best_val_bpc`, `done` (stopped early),
@@ -266,7 +266,7 @@ def train_truncated_bptt(lm, train_ids, schedule, output_dir, validate, changed=
             print(f"Learning rate now {lr:.3g} (--learning_rate={schedule.learning_rate:g}"
                   + (f", divided {divisions} time(s) by --lr_divisor)." if divisions
                      else ")."))
-    clock.before = progress.get("seconds", 0.0)
+    clock.resume_from(progress.get("seconds", 0.0))
     if progress["batch"] and "epoch_bpc_sum" not in progress:
         progress["epoch_bpc_sum"] = None  # a checkpoint older than the sum
     counter = _Progress(trainer, checkpoint, progress, schedule,

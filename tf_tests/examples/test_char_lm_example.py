@@ -253,16 +253,33 @@ def _book(tmp_path, name="book.txt", content=BOOK):
 
 
 @pytest.mark.slow
-def test_text_file_end_to_end(tmp_path, capsys):
-    out = str(tmp_path / "run")
+def test_text_file_end_to_end(tmp_path, capsys, monkeypatch):
+    """A text file whose test part holds symbols the training text lacks:
+    it trains and is scored (default --vocabulary=unknown, the mapped
+    symbols counted), writes nothing outside its --output_dir, and a rerun
+    returns the finished run unless a flag asks for more training."""
+    tail = "Xe! the cat sat. \u00e9t\u00e9!\n"
+    content = BOOK + tail  # the test part (5 %) ends with the new symbols
+    out, cwd = str(tmp_path / "run"), tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
     command = ["--preset=quick", "--tiny", "--dataset=text_file",
-               f"--text_file={_book(tmp_path)}", "--valid_fraction=0.1",
+               f"--text_file={_book(tmp_path, content=content)}", "--valid_fraction=0.1",
                f"--output_dir={out}", "--verbose=0"]
     results = _run(*command)
+    assert os.listdir(cwd) == [] and sorted(os.listdir(tmp_path)) == ["book.txt", "cwd", "run"]
     with open(os.path.join(out, "results.json")) as f:
         saved = json.load(f)
-    assert saved["dataset"] == "text_file" and 0 < saved["test_bpc"] < 8
-    assert saved["test_symbols"] == round(len(BOOK) * 0.05)
+    assert saved == json.loads(json.dumps(results))
+    assert saved["dataset"] == "text_file" and 0 < saved["test_bpc"] < 20
+    cut = len(content) - round(len(content) * 0.05)
+    train, test = content[: cut - round(len(content) * 0.1)], content[cut:]
+    assert saved["test_symbols"] == len(test)
+    new = [c for c in test if c not in set(train)]
+    assert len(new) == 5 and set(new) == {"X", "!", "\u00e9"}
+    assert saved["unknown_symbols"]["test"] == {"count": 5, "symbols": ["!", "X", "\u00e9"]}
+    vocab = json.load(open(os.path.join(out, "vocabulary.json")))
+    assert vocab["unknown_symbol"] == "\ufffd" and "\ufffd" in vocab["symbols"]
     assert len(saved["boundary_scores"]) == 2
     for layer in saved["boundary_scores"] + saved["boundary_scores_tolerance_1"]:
         _check_aligned(layer)
@@ -270,6 +287,9 @@ def test_text_file_end_to_end(tmp_path, capsys):
     assert results["boundary_scores"][0]["num_reference"] > 0
     printed = capsys.readouterr().out
     assert "z^1 vs words: P " in printed and "(aligned on: " in printed
+    assert (f"test BPC {saved['test_bpc']:.4f} (5 of the {len(test)} test symbols are "
+            "unknown to the training text, scored as the unknown symbol)") in printed
+    assert "unknown symbols in test: 5 mapped to the unknown symbol" in printed
     assert 0 < saved["wall_seconds"] and saved["stopped_early"] is False
     # A rerun of the finished run reports it and rewrites nothing ...
     before = open(os.path.join(out, "results.json"), "rb").read()
@@ -279,7 +299,7 @@ def test_text_file_end_to_end(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"{out} holds a finished run (1 epochs); its results, unchanged" in printed
     assert f"test BPC {saved['test_bpc']:.4f}" in printed and "Epoch " not in printed
-    # ... unless a flag asks for more training.
+    # ... unless a flag asks for more training; the run's seconds add up.
     more = _run(*command, "--max_epochs=2")
     assert more["epochs"] == 2 and more["wall_seconds"] > saved["wall_seconds"]
     assert "Epoch 2/2: " in capsys.readouterr().out
@@ -366,35 +386,6 @@ def test_text_file_separate_files(tmp_path):
                   f"--test_file={test}", "--vocabulary=strict")
     with pytest.raises(ptb_char.FlagError, match=r"^--test_file holds 1 symbol\(s\)"):
         ptb_char.load_texts(s)
-
-
-@pytest.mark.slow
-def test_unseen_symbols_map_to_the_unknown_symbol(tmp_path, capsys, monkeypatch):
-    """A test split with symbols the training text lacks trains and is
-    scored (default --vocabulary=unknown), the mapped symbols counted; and
-    the run writes nothing outside its --output_dir."""
-    tail = "Xe! the cat sat. \u00e9t\u00e9!\n"
-    content = BOOK + tail  # the test part (5 %) ends with the new symbols
-    book = _book(tmp_path, content=content)
-    out, cwd = str(tmp_path / "run"), tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    results = _run("--preset=quick", "--tiny", "--dataset=text_file", f"--text_file={book}",
-                   f"--output_dir={out}", "--verbose=0")
-    assert os.listdir(cwd) == [] and sorted(os.listdir(tmp_path)) == ["book.txt", "cwd", "run"]
-    cut = len(content) - round(len(content) * 0.05)
-    train, test = content[: cut - round(len(content) * 0.05)], content[cut:]
-    new = [c for c in test if c not in set(train)]
-    assert len(new) == 5 and set(new) == {"X", "!", "\u00e9"}
-    saved = json.load(open(os.path.join(out, "results.json")))
-    assert saved["unknown_symbols"]["test"] == {"count": 5, "symbols": ["!", "X", "\u00e9"]}
-    assert saved == json.loads(json.dumps(results)) and 0 < saved["test_bpc"] < 20
-    vocab = json.load(open(os.path.join(out, "vocabulary.json")))
-    assert vocab["unknown_symbol"] == "\ufffd" and "\ufffd" in vocab["symbols"]
-    printed = capsys.readouterr().out
-    assert (f"test BPC {saved['test_bpc']:.4f} (5 of the {len(test)} test symbols are "
-            "unknown to the training text, scored as the unknown symbol)") in printed
-    assert "unknown symbols in test: 5 mapped to the unknown symbol" in printed
 
 
 def test_main_reports_a_bad_flag_in_one_line(tmp_path):
