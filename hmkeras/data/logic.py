@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import os
 import random
 
@@ -81,6 +80,9 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from hmkeras.data.mee import bracket_operations
+from hmkeras.data.unique_draws import SplitBuckets
+from hmkeras.data.unique_draws import check_count
+from hmkeras.data.unique_draws import unique_draws
 
 __all__ = [
     "LogicPair", "LogicInference", "LogicInferenceConfig", "generate_pairs",
@@ -106,8 +108,8 @@ _VARIABLE_SETS = {
     name: sum(1 << k for k in range(NUM_ASSIGNMENTS) if (k >> i) & 1)
     for i, name in enumerate(VARIABLES)
 }
-_BUCKETS = {"train": range(0, 8), "validation": range(8, 9), "test": range(9, 10)}
-_NUM_BUCKETS = 10
+_SPLITS = SplitBuckets(
+    {"train": range(0, 8), "validation": range(8, 9), "test": range(9, 10)}, 10)
 
 LogicPair = collections.namedtuple(
     "LogicPair", ["left", "right", "relation", "left_operations", "right_operations"])
@@ -309,9 +311,17 @@ def _random_sentence(rng, num_operations):
             return _tree_text(tree), value
 
 
-def _bucket(seed, left, right):
-    digest = hashlib.blake2b(f"{seed}|{left}|{right}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % _NUM_BUCKETS
+def _draw_pair(rng, operations):
+    """`(key, LogicPair)` of a random pair whose larger sentence has
+    `operations` operations (the other 1..`operations`, on either side)."""
+    other = 1 + rng.randrange(operations)
+    sides = [(operations, *_random_sentence(rng, operations)),
+             (other, *_random_sentence(rng, other))]
+    if rng.randrange(2):
+        sides.reverse()
+    (left_ops, left, left_set), (right_ops, right, right_set) = sides
+    relation = RELATIONS[_relation_of_sets(left_set, right_set)]
+    return f"{left}|{right}", LogicPair(left, right, relation, left_ops, right_ops)
 
 
 def _check_operations(name, value):
@@ -343,35 +353,19 @@ def generate_pairs(operations, split, count, seed=0, max_attempts=None):
             within `max_attempts` draws (naming `count`).
     """
     _check_operations("operations", operations)
-    if split not in LOGIC_SPLITS:
-        raise ValueError(
-            f"`split` must be one of {list(LOGIC_SPLITS)}. Received: split={split!r}")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"`count` must be a non-negative integer. Received: count={count!r}")
+    _SPLITS.check_split(split)
+    check_count(count)
     if max_attempts is None:
         max_attempts = 200 * count + 10_000
-    buckets = _BUCKETS[split]
-    rng = random.Random(f"logic|{seed}|{operations}|{split}")
-    seen = set()
-    attempts = 0
-    while len(seen) < count:
-        if attempts >= max_attempts:
-            raise ValueError(
-                f"`count` is too large: found only {len(seen)} unique {split} pairs "
+
+    def too_few(found, attempts):
+        return (f"`count` is too large: found only {found} unique {split} pairs "
                 f"with {operations} operation(s) after {attempts} draws (asked for "
                 f"count={count}); short sentences make few distinct pairs.")
-        attempts += 1
-        other = 1 + rng.randrange(operations)
-        sides = [(operations, *_random_sentence(rng, operations)),
-                 (other, *_random_sentence(rng, other))]
-        if rng.randrange(2):
-            sides.reverse()
-        (left_ops, left, left_set), (right_ops, right, right_set) = sides
-        if (left, right) in seen or _bucket(seed, left, right) not in buckets:
-            continue
-        seen.add((left, right))
-        relation = RELATIONS[_relation_of_sets(left_set, right_set)]
-        yield LogicPair(left, right, relation, left_ops, right_ops)
+
+    rng = random.Random(f"logic|{seed}|{operations}|{split}")
+    yield from unique_draws(lambda rng: _draw_pair(rng, operations), rng, _SPLITS, split,
+                            count, seed=seed, max_attempts=max_attempts, too_few=too_few)
 
 
 # ---------------------------------------------------------------------------

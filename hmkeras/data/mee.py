@@ -40,12 +40,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import math
 import random
 
 import numpy as np
 import tensorflow_datasets as tfds
+
+from hmkeras.data.unique_draws import SplitBuckets
+from hmkeras.data.unique_draws import check_count
+from hmkeras.data.unique_draws import unique_draws
 
 __all__ = [
     "MeeExample", "Mee", "MeeConfig", "generate_expressions", "encode_expression",
@@ -62,8 +65,8 @@ MEE_SPLITS = ("train", "validation", "test")
 #: SPLIT, MERGE, RECUR).
 SPLIT_OPERATION, MERGE_OPERATION, RECUR_OPERATION = 0, 1, 2
 # Share of the hash buckets of each split: 10/12, 1/12, 1/12.
-_BUCKETS = {"train": range(0, 10), "validation": range(10, 11), "test": range(11, 12)}
-_NUM_BUCKETS = 12
+_SPLITS = SplitBuckets(
+    {"train": range(0, 10), "validation": range(10, 11), "test": range(11, 12)}, 12)
 
 MeeExample = collections.namedtuple("MeeExample", ["expression", "value", "operations"])
 MeeExample.__doc__ = """One MEE expression: its text, its value (10..99) and
@@ -200,9 +203,13 @@ def _random_expression(rng, num_operations):
     return f"({left}{operator}{right})", value
 
 
-def _bucket(seed, expression):
-    digest = hashlib.blake2b(f"{seed}|{expression}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % _NUM_BUCKETS
+def _draw_example(rng, length):
+    """`(expression, MeeExample)` of a random expression with a value in
+    10..99, or None."""
+    expression, value = _random_expression(rng, length)
+    if value is None or not 10 <= value <= 99:
+        return None
+    return expression, MeeExample(expression, value, expression_operations(expression))
 
 
 def generate_expressions(length, split, count, seed=0, max_attempts=None):
@@ -226,35 +233,23 @@ def generate_expressions(length, split, count, seed=0, max_attempts=None):
     """
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise ValueError(f"`length` must be a positive integer. Received: length={length!r}")
-    if split not in MEE_SPLITS:
-        raise ValueError(f"`split` must be one of {list(MEE_SPLITS)}. Received: split={split!r}")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"`count` must be a non-negative integer. Received: count={count!r}")
+    _SPLITS.check_split(split)
+    check_count(count)
     if count > max_expressions(length):
         raise ValueError(
             f"`count` must be at most {max_expressions(length):,}, the number of "
             f"distinct expressions of `length` {length}. Received: count={count}")
     if max_attempts is None:
         max_attempts = 2000 * count + 100_000
-    buckets = _BUCKETS[split]
+
+    def too_few(found, attempts):
+        return (f"Found only {found} unique {split} expressions of length {length} "
+                f"with a value in 10..99 after {attempts} draws (asked for {count}): "
+                "use a smaller size or a longer length.")
+
     rng = random.Random(f"mee|{seed}|{length}|{split}")
-    seen = set()
-    attempts = 0
-    while len(seen) < count:
-        if attempts >= max_attempts:
-            raise ValueError(
-                f"Found only {len(seen)} unique {split} expressions of length "
-                f"{length} with a value in 10..99 after {attempts} draws "
-                f"(asked for {count}): use a smaller size or a longer length."
-            )
-        attempts += 1
-        expression, value = _random_expression(rng, length)
-        if value is None or not 10 <= value <= 99 or expression in seen:
-            continue
-        if _bucket(seed, expression) not in buckets:
-            continue
-        seen.add(expression)
-        yield MeeExample(expression, value, expression_operations(expression))
+    yield from unique_draws(lambda rng: _draw_example(rng, length), rng, _SPLITS, split,
+                            count, seed=seed, max_attempts=max_attempts, too_few=too_few)
 
 
 def encode_expression(expression):
