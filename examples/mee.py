@@ -80,6 +80,8 @@ flags.DEFINE_float("policy_weight", 0.01, "Weight of the policy loss (it reaches
                    "the encoder's weights too; 1 held the encoder on its plateau).",
                    lower_bound=0)
 flags.DEFINE_float("entropy_weight", 1e-4, "REINFORCE entropy bonus.", lower_bound=0)
+flags.DEFINE_float("recur_bias", 0.0, "Initial bias of the RRNet policy's recur logit "
+                   "(0: a uniform policy; 3: recur with probability 0.91).")
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
@@ -185,7 +187,7 @@ def run(s):
         encoder=s["encoder"], units=s["units"], embedding_dim=s["embedding_dim"],
         max_depth=s["max_depth"], policy_weight=s["policy_weight"],
         entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
-        seed=s["seed"])
+        recur_bias=s["recur_bias"], seed=s["seed"])
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "

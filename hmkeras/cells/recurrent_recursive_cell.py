@@ -90,6 +90,11 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         kernel_initializer: Initializer of the input kernels.
         recurrent_initializer: Initializer of the kernels on `h`.
         bias_initializer: Initializer of the biases (forget gates get +1).
+        recur_bias: Float, the initial bias of the policy's recur logit
+            (split and merge start at 0). 0 starts from a uniform policy;
+            `b > 0` from one that recurs with probability
+            `e^b / (e^b + 2)` where all three operations are possible, i.e.
+            close to an LSTM (a decision beyond the paper, for REINFORCE).
         seed: Optional int, seed of the initial weights and of the sampler.
         **kwargs: Base-layer arguments (`name`, `dtype`, ...).
 
@@ -120,6 +125,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         bias_initializer="zeros",
+        recur_bias=0.0,
         seed=None,
         **kwargs,
     ):
@@ -128,6 +134,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         self.max_depth = argument_checks.check_positive_int("max_depth", max_depth)
         self.mode = argument_checks.check_choice("mode", mode, MODES)
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
+        self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -216,8 +223,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         if self.has_policy:
             self.policy_kernel = self._matrix("policy_kernel", (u + features, 3),
                                               self.kernel_initializer, 5)
-            self.policy_bias = self.add_weight(name="policy_bias", shape=(3,),
-                                               initializer="zeros")
+            self.policy_bias = self.add_weight(
+                name="policy_bias", shape=(3,),
+                initializer=keras.initializers.Constant([0.0, 0.0, self.recur_bias]))
 
     # ------------------------------------------------------------------
     def pack_inputs(self, embeddings, operations):
@@ -347,6 +355,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             "recurrent_initializer": keras.initializers.serialize(
                 self.recurrent_initializer),
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "recur_bias": self.recur_bias,
             "seed": self.seed,
         }
         return {**super().get_config(), **config}

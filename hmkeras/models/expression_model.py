@@ -87,6 +87,8 @@ class ExpressionModel(keras.Model):
         entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
             the ratio 0.01 to `policy_weight`.
         reward: `"accuracy"` or `"likelihood"` (REINFORCE).
+        recur_bias: The RRNet policy's initial recur logit
+            (`RecurrentRecursiveCell`); 0 starts from a uniform policy.
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
@@ -95,7 +97,8 @@ class ExpressionModel(keras.Model):
 
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
-                 reward="accuracy", decoder="autoregressive", seed=None, **kwargs):
+                 reward="accuracy", decoder="autoregressive", recur_bias=0.0, seed=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -109,6 +112,7 @@ class ExpressionModel(keras.Model):
             "entropy_weight", entropy_weight, minimum=0)
         self.reward = argument_checks.check_choice("reward", reward, REWARDS)
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
+        self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         init = keras.initializers.GlorotUniform(seed=self.seed)
         self.embedding = keras.layers.Embedding(
@@ -119,7 +123,8 @@ class ExpressionModel(keras.Model):
                                              seed=self.seed)
         else:
             self.cell = RecurrentRecursiveCell(
-                units, max_depth, mode=_ENCODER_MODES[encoder], seed=self.seed)
+                units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
+                seed=self.seed)
             self.encoder = keras.layers.RNN(self.cell, return_sequences=True,
                                             return_state=True, name="encoder")
         if encoder == "rrnet_random":
@@ -261,6 +266,6 @@ class ExpressionModel(keras.Model):
             "units": self.units, "embedding_dim": self.embedding_dim,
             "max_depth": self.max_depth, "policy_weight": self.policy_weight,
             "entropy_weight": self.entropy_weight, "reward": self.reward,
-            "decoder": self.decoder_name,
+            "decoder": self.decoder_name, "recur_bias": self.recur_bias,
             "seed": self.seed,
         }

@@ -304,8 +304,26 @@ def test_sampling_inside_compiled_function():
         assert first[row].tolist() == _executed(first[row], 2)
 
 
+def test_recur_bias_starts_the_policy_near_an_lstm():
+    """The recur logit starts at `recur_bias`, split and merge at 0: with the
+    policy kernel at zero, p(recur) = e^b / (e^b + number of possible
+    operations)."""
+    cell = RecurrentRecursiveCell(3, max_depth=2, mode="reinforce", recur_bias=3.0, seed=0)
+    cell.build((None, 2))
+    cell.policy_kernel.assign(np.zeros(cell.policy_kernel.shape, "float32"))
+    depth = tf.constant([[0.0], [1.0], [2.0]])  # merge impossible, all, split impossible
+    probs = np.exp(cell.policy_log_probs(
+        tf.ones((3, 3)), tf.ones((3, 2)), cell.allowed_actions(depth)).numpy())
+    e = np.exp(3.0)
+    np.testing.assert_allclose(probs, [[1 / (e + 1), 0, e / (e + 1)],
+                                       [1 / (e + 2), 1 / (e + 2), e / (e + 2)],
+                                       [0, 1 / (e + 1), e / (e + 1)]], rtol=1e-5)
+    assert RecurrentRecursiveCell(3, max_depth=2).recur_bias == 0.0
+
+
 def test_save_and_load_in_rnn(tmp_path):
-    cell = RecurrentRecursiveCell(4, max_depth=2, mode="supervised", seed=9)
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="supervised", recur_bias=1.5,
+                                  seed=9)
     inputs = keras.Input((None, 4))
     model = keras.Model(inputs, keras.layers.RNN(cell, return_sequences=True)(inputs))
     x = np.asarray(cell.pack_inputs(
@@ -325,6 +343,8 @@ def test_save_and_load_in_rnn(tmp_path):
     (dict(units=4, max_depth=2.5), "max_depth"),
     (dict(units=4, max_depth=2, mode="greedy"), "mode"),
     (dict(units=4, max_depth=2, seed="x"), "seed"),
+    (dict(units=4, max_depth=2, recur_bias=float("nan")), "recur_bias"),
+    (dict(units=4, max_depth=2, recur_bias="3"), "recur_bias"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
