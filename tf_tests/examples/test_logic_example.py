@@ -1,13 +1,12 @@
-"""Tests of examples/logic.py (a tiny end-to-end run and its flags)."""
+"""Tests of examples/logic.py (a tiny end-to-end run and its settings; its bad
+flags are in test_example_flags.py)."""
 
 import collections
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-from example_modules import ROOT, example_settings, load_example
+from example_modules import example_settings, load_example
 
 from hmkeras.data import logic
 
@@ -50,19 +49,3 @@ def test_tiny_settings():
     assert s["train_max_operations"] == 2 and s["test_max_operations"] == 3
     assert _settings()["train_max_operations"] == 6
     assert _settings()["test_max_operations"] == 12
-
-
-@pytest.mark.parametrize("args, expected", [
-    (["--encoder=gru"], ["--encoder=gru", "lstm|rrnet_supervised"]),
-    (["--test_max_operations=13"], ["--test_max_operations=13"]),
-    (["--units=0"], ["--units=0"]),
-])
-def test_bad_flags_are_one_line(args, expected):
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", "logic.py"), *args],
-        capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for text in expected:
-        assert text in lines[0]

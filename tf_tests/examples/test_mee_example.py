@@ -1,12 +1,11 @@
-"""Tests of examples/mee.py (a tiny end-to-end run and its flags)."""
+"""Tests of examples/mee.py (a tiny end-to-end run and its settings; its bad
+flags are in test_example_flags.py)."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-from example_modules import ROOT, example_settings, load_example
+from example_modules import example_settings, load_example
 
 mee_example = load_example("mee")
 
@@ -75,20 +74,3 @@ def test_tiny_settings():
     assert s["train_lengths"] == [4, 5] and s["test_lengths"] == [4, 5, 6, 7]
     quick = _settings("--quick", "--epochs=2")
     assert quick["epochs"] == 2 and quick["train_size"] == mee_example.QUICK["train_size"]
-
-
-@pytest.mark.parametrize("args, expected", [
-    (["--encoder=gru"], ["--encoder=gru", "lstm|rrnet_supervised"]),
-    (["--train_lengths=4,x"], ["--train_lengths", "positive integers"]),
-    (["--units=0"], ["--units=0"]),
-    (["--tiny", "--quick"], ["--tiny", "--quick"]),
-])
-def test_bad_flags_are_one_line(args, expected):
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", "mee.py"), *args],
-        capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for text in expected:
-        assert text in lines[0]
