@@ -275,6 +275,15 @@ def _cases():
             (STEPS, 4 + 3), is_cell=True, masking="rnn",
         ),
         LayerCase(
+            # The paper's reading: up to two splits / merges before each
+            # token's recur, sampled from the policy in training.
+            "RecurrentRecursiveCell_between_tokens", hmkeras.RecurrentRecursiveCell,
+            lambda **kw: hmkeras.RecurrentRecursiveCell(
+                4, max_depth=2, mode="reinforce", operations_per_token=3, seed=1, **kw),
+            float_inputs(), recurrent_recursive_weights(FEATURES, 4),
+            (STEPS, 4 + 3 + 2), is_cell=True, masking="rnn",
+        ),
+        LayerCase(
             "HMLSTM", hmkeras.HMLSTM,
             lambda **kw: hmkeras.HMLSTM(SMALL_HM, seed=3, return_sequences=True, **kw),
             float_inputs(), hm_lstm_weights(FEATURES, SMALL_HM, True),

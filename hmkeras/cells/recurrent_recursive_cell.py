@@ -1,6 +1,6 @@
 """Recurrent-recursive cell (RRNet; Jacob, Lin, Sordoni & Bengio 2018, Sec. 2).
 
-The cell builds a tree while it reads, one operation per input token:
+The cell builds a tree while it reads:
 
 * **split** (S): `h_down = F1(h, x)`, `h = F2(h, x)`, push `h_down`;
 * **recur** (R): `h = LSTM_R(x, h)`;
@@ -10,9 +10,21 @@ F1, F2, F4 and LSTM_R are LSTM units whose weights are shared by every
 level of the tree.  The stack of `h_down` vectors is a fixed-size tensor of
 the RNN state (`hmkeras.cells.tensor_stack`).  A policy network over
 {split, merge, recur} reads `[h; x]` (Sec. 2, "Policy Network").
+
+Two readings of a token (`operations_per_token`):
+
+* `1` (the default): one operation per token, which consumes it, split and
+  merge included. For expressions the tokens carry the tree (split at
+  "(", merge at ")", recur otherwise: the paper's supervised MEE setting).
+* `n > 1` (mode `"reinforce"`): the paper's operations. Split and merge
+  consume nothing, so the policy may apply up to `n - 1` of them before
+  each token, and the recur that follows reads it ("only recurrent
+  operations consume input tokens", Sec. 2). The sequence of operations
+  is longer than the input, as in the paper's Fig. 1(d).
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from hmkeras import argument_checks
@@ -46,9 +58,10 @@ class RecurrentRecursiveCell(keras.layers.Layer):
     `h = F2(h, x)`), recurs (`h = LSTM_R(x, h)`) or merges (pops `h_down`,
     `h_m = MLP(h, h_down)`, `h = F4(x, h_m)`), so the hidden state follows
     a tree: a merge returns to the state saved when its sub-tree opened.
-    Here every operation consumes one input token (in the paper only recur
-    does; for expressions the tokens carry the tree: split at "(", merge at
-    ")", recur otherwise).
+    With `operations_per_token=1` every operation consumes one input token;
+    with `n > 1` only recur does, after up to `n - 1` splits and merges
+    chosen by the policy (the paper's operations; see the module
+    docstring).
 
     Decisions beyond the paper (documented choices):
 
@@ -72,11 +85,13 @@ class RecurrentRecursiveCell(keras.layers.Layer):
     columns are the token embedding `e_t`: use `pack_inputs(embeddings,
     operations)`.  In mode `"reinforce"` all columns are the embedding.
 
-    Output per step, one tensor `(batch, units + 3)`:
-    `[h | action | log_prob | entropy]`: the new hidden state, the executed
-    operation id (float), the log-probability of that operation under the
-    policy and the policy's entropy (both 0 in mode `"fixed"`).
-    `split_outputs` cuts it apart.
+    Output per step, one tensor `(batch, units + n + 2)`, `n =
+    operations_per_token`: `[h | actions | log_prob | entropy]`: the new
+    hidden state, the executed operation ids (floats; with `n > 1` the
+    operations before the token in order, -1 after its recur), the
+    log-probability of those operations under the policy and the policy's
+    entropy summed over its choices (both 0 in mode `"fixed"`; the forced
+    recur of the last choice adds 0). `split_outputs` cuts it apart.
 
     Args:
         units: Positive int, size of `h` (and of every stack slot).
@@ -95,6 +110,11 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             `b > 0` from one that recurs with probability
             `e^b / (e^b + 2)` where all three operations are possible, i.e.
             close to an LSTM (a decision beyond the paper, for REINFORCE).
+        operations_per_token: Positive int, the most operations per input
+            token. 1 (default): every operation consumes a token. `n > 1`
+            (mode `"reinforce"` only): split and merge consume nothing and
+            at most `n - 1` of them precede the recur that reads the
+            token (Sec. 2; the bound keeps the compiled step finite).
         seed: Optional int, seed of the initial weights and of the sampler.
         **kwargs: Base-layer arguments (`name`, `dtype`, ...).
 
@@ -114,6 +134,16 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         >>> h, actions, log_probs, entropies = cell.split_outputs(outputs)
         >>> h.shape, actions.numpy().astype(int).tolist()
         (TensorShape([2, 5, 4]), [[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
+
+        The paper's operations: up to two splits or merges before each
+        token's recur, chosen by the policy.
+
+        >>> cell = RecurrentRecursiveCell(4, max_depth=3, mode="reinforce",
+        ...                               operations_per_token=3, seed=0)
+        >>> outputs = keras.layers.RNN(cell, return_sequences=True)(embeddings)
+        >>> actions = cell.split_outputs(outputs)[1]
+        >>> actions.shape, bool(np.all((actions == 2).numpy().sum(-1) == 1))  # one recur each
+        (TensorShape([2, 5, 3]), True)
     """
 
     def __init__(
@@ -126,6 +156,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         recurrent_initializer="orthogonal",
         bias_initializer="zeros",
         recur_bias=0.0,
+        operations_per_token=1,
         seed=None,
         **kwargs,
     ):
@@ -135,6 +166,14 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         self.mode = argument_checks.check_choice("mode", mode, MODES)
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
+        self.operations_per_token = argument_checks.check_positive_int(
+            "operations_per_token", operations_per_token)
+        if self.operations_per_token > 1 and self.mode != "reinforce":
+            raise ValueError(
+                "`operations_per_token` > 1 (split and merge between tokens) needs "
+                "mode='reinforce': in modes 'supervised' and 'fixed' one given "
+                "operation per token consumes it. Received: "
+                f"operations_per_token={operations_per_token!r}, mode={mode!r}")
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -142,7 +181,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         self.state_size = [
             self.units, self.units, self.max_depth * self.units, 1,
         ]
-        self.output_size = self.units + 3
+        self.output_size = self.units + self.operations_per_token + 2
 
     @property
     def has_policy(self):
@@ -264,19 +303,62 @@ class RecurrentRecursiveCell(keras.layers.Layer):
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
         h, c, stack, depth = states
-        dtype = h.dtype
         if self.takes_operations:
             x = inputs[:, :-1]
             given = tf.cast(tf.round(inputs[:, -1]), tf.int32)
         else:
-            x = inputs
+            x, given = inputs, None
+        if self.operations_per_token > 1:
+            return self._call_between_tokens(x, states, training)
         allowed = self.allowed_actions(depth)
+        action, log_prob, entropy = self._choose(h, x, allowed, training, given)
+        h, c, stack, depth = self._apply(action, x, states)
+        output = tf.concat([h, tf.cast(action, h.dtype)[:, None], log_prob, entropy], -1)
+        return output, [h, c, stack, depth]
 
-        # --- choose the operation (Sec. 2, Policy Network) ---
+    def _call_between_tokens(self, x, states, training):
+        """The paper's reading of one token: up to `operations_per_token - 1`
+        splits and merges, which consume nothing, then the recur that
+        consumes `x` (Sec. 2: "only recurrent operations consume input
+        tokens"). A row stops choosing once it has recurred; the last
+        choice allows recur only."""
+        h = states[0]
+        done = tf.zeros_like(states[3], tf.bool)
+        log_prob = entropy = tf.zeros_like(states[3])
+        actions = []
+        for index in range(self.operations_per_token):
+            last = index == self.operations_per_token - 1
+            if last:  # The token must be read: recur, with probability 1.
+                action = tf.fill(tf.shape(done)[:1], RECUR)
+                step_log_prob = step_entropy = tf.zeros_like(log_prob)
+            else:
+                action, step_log_prob, step_entropy = self._choose(
+                    states[0], x, self.allowed_actions(states[3]), training)
+            active = tf.logical_not(done)
+            new_states = self._apply(action, x, states, active=active, recur_only=last)
+            states = [tf.where(active, new, old) for new, old in zip(new_states, states)]
+            zero = tf.zeros_like(step_log_prob)
+            log_prob += tf.where(active, step_log_prob, zero)
+            entropy += tf.where(active, step_entropy, zero)
+            actions.append(tf.where(active[:, 0], action, -1))
+            done = done | (action == RECUR)[:, None]
+        actions = tf.cast(tf.stack(actions, axis=-1), h.dtype)
+        output = tf.concat([states[0], actions, log_prob, entropy], -1)
+        return output, states
+
+    def _choose(self, h, x, allowed, training, given=None):
+        """`(action (batch,) int32, log_prob (batch, 1), entropy (batch, 1))`.
+
+        Mode "reinforce" samples the action from the policy when training
+        and takes its argmax otherwise; modes "supervised" and "fixed"
+        execute `given`, where it names no possible operation a recur (an
+        error cannot be raised from inside a compiled loop). The
+        log-probability and entropy are the policy's (0 without one).
+        """
+        dtype = h.dtype
         if self.has_policy:
             log_probs = self.policy_log_probs(h, x, allowed)
             entropy = -tf.reduce_sum(tf.exp(log_probs) * log_probs, -1, keepdims=True)
-            entropy = tf.cast(entropy, dtype)
         if self.mode == "reinforce":
             if training:
                 action = keras.random.categorical(
@@ -284,23 +366,32 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             else:
                 action = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
         else:
-            # An impossible given action is executed as a recur, and so is an
-            # id that names no operation (e.g. the padding of a masked step,
-            # which is computed and then discarded by the RNN).
             given = tf.where((given >= 0) & (given < 3), given, RECUR)
             possible = tf.gather(allowed, given, axis=1, batch_dims=1) > 0.5
             action = tf.where(possible, given, RECUR)
-        one_hot = tf.one_hot(action, 3, dtype=dtype)
-        is_split, is_merge, is_recur = tf.split(one_hot, 3, axis=-1)
-        if self.has_policy:
-            log_prob = tf.reduce_sum(
-                tf.cast(one_hot, log_probs.dtype) * log_probs, -1, keepdims=True)
-            log_prob = tf.cast(log_prob, dtype)
-        else:
-            log_prob = entropy = tf.zeros_like(depth)
+        if not self.has_policy:
+            zero = tf.zeros_like(h[:, :1])
+            return action, zero, zero
+        log_prob = tf.reduce_sum(
+            tf.one_hot(action, 3, dtype=log_probs.dtype) * log_probs, -1, keepdims=True)
+        return action, tf.cast(log_prob, dtype), tf.cast(entropy, dtype)
 
-        # --- the three cells ---
+    def _apply(self, action, x, states, active=None, recur_only=False):
+        """The state after `action` (Sec. 2's three cells) in every row;
+        rows where `active` is False leave the stack as it is (the caller
+        keeps their state). With `recur_only` only LSTM_R is computed."""
+        h, c, stack, depth = states
         u = self.units
+        if recur_only:  # recur: h = LSTM_R(x, h).
+            h_recur, c_recur = _lstm_unit(
+                tf.matmul(x, self.kernel[:, 8 * u:]),
+                tf.matmul(h, self.recurrent_kernel[:, 8 * u:]), c, self.bias[8 * u:])
+            return [h_recur, c_recur, stack, depth]
+        one_hot = tf.one_hot(action, 3, dtype=h.dtype)
+        is_split, is_merge, is_recur = tf.split(one_hot, 3, axis=-1)
+        if active is not None:
+            active = tf.cast(active, h.dtype)
+            is_split, is_merge = is_split * active, is_merge * active
         x_part = tf.split(tf.matmul(x, self.kernel), 3, axis=-1)
         h_part = tf.split(tf.matmul(h, self.recurrent_kernel), 3, axis=-1)
         b_part = tf.split(self.bias, 3)
@@ -319,20 +410,20 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             tf.matmul(h_m, self.merge_recurrent_kernel), c, self.merge_lstm_bias)
         new_stack, new_depth = tensor_stack.push(
             stack_after_pop, depth_after_pop, h_down, is_split)
-
         new_h = is_split * h_split + is_merge * h_merge + is_recur * h_recur
         new_c = is_split * c_split + is_merge * c_merge + is_recur * c_recur
-        output = tf.concat(
-            [new_h, tf.cast(action, dtype)[:, None], log_prob, entropy], -1)
-        return output, [new_h, new_c, new_stack, new_depth]
+        return [new_h, new_c, new_stack, new_depth]
 
     def split_outputs(self, outputs):
         """Cuts the cell's output into `(h, actions, log_probs, entropies)`.
 
-        Works on one step `(batch, units + 3)` and on sequences
-        `(batch, time, units + 3)`; an RNN's `[outputs, *states]` list is
+        Works on one step `(batch, output_size)` and on sequences
+        `(batch, time, output_size)`; an RNN's `[outputs, *states]` list is
         accepted too (its first element is split).  `h` keeps its last
-        axis `(..., units)`; the other three are `(...)`.
+        axis `(..., units)`; `log_probs` and `entropies` are `(...)`, and so
+        are `actions` with one operation per token; with
+        `operations_per_token=n > 1` they are `(..., n)`, the operations
+        applied before each token in order, -1 after its recur.
         """
         if isinstance(outputs, (list, tuple)):
             outputs = outputs[0]
@@ -342,9 +433,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
                 f"`outputs` must have last dimension output_size="
                 f"{self.output_size}. Received: shape={tuple(outputs.shape)}"
             )
-        h = outputs[..., : self.units]
-        return (h, outputs[..., self.units], outputs[..., self.units + 1],
-                outputs[..., self.units + 2])
+        u, n = self.units, self.operations_per_token
+        actions = outputs[..., u] if n == 1 else outputs[..., u : u + n]
+        return (outputs[..., :u], actions, outputs[..., u + n], outputs[..., u + n + 1])
 
     def get_config(self):
         config = {
@@ -356,64 +447,126 @@ class RecurrentRecursiveCell(keras.layers.Layer):
                 self.recurrent_initializer),
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             "recur_bias": self.recur_bias,
+            "operations_per_token": self.operations_per_token,
             "seed": self.seed,
         }
         return {**super().get_config(), **config}
 
 
+def _per_token(actions):
+    """Whether a tree is given as one row of operations per token
+    (`operations_per_token > 1`) rather than one operation id per token."""
+    return len(actions) > 0 and np.ndim(actions[0]) > 0
+
+
+def _token_operations(row):
+    """The operations of one token's row up to and including its recur."""
+    operations = []
+    for action in row:
+        action = int(action)
+        if action in (SPLIT, MERGE):
+            operations.append(action)
+        elif action == RECUR:
+            operations.append(action)
+            break
+    return operations
+
+
 def bracketed_tree(tokens, actions):
     """A tree as text: "[" opens at a split, "]" closes after a merge.
+
+    `actions` holds one operation id per token (every operation consumes
+    its token: "[" before a split's token, "]" after a merge's) or one row
+    of operations per token (`operations_per_token > 1`: the splits and
+    merges before the token, then its recur; "]" closes after the last
+    token read, and sub-trees still open after the last token close at the
+    end, where the reading ends).
 
     Examples:
 
         >>> bracketed_tree("(1+2)", [0, 2, 2, 2, 1])
         '[( 1 + 2 )]'
+        >>> bracketed_tree("1+2*3", [[2], [2], [0, 2], [2], [2]])  # split before "2"
+        '1 + [2 * 3]'
     """
-    pieces = []
-    for token, action in zip(tokens, actions):
-        action = int(action)
-        if action == SPLIT:
-            pieces.append(f"[{token}")
-        elif action == MERGE:
-            pieces.append(f"{token}]")
-        else:
-            pieces.append(str(token))
+    if not _per_token(actions):
+        pieces = []
+        for token, action in zip(tokens, actions):
+            action = int(action)
+            if action == SPLIT:
+                pieces.append(f"[{token}")
+            elif action == MERGE:
+                pieces.append(f"{token}]")
+            else:
+                pieces.append(str(token))
+        return " ".join(pieces)
+    pieces, opening, depth = [], "", 0
+    for token, row in zip(tokens, actions):
+        for action in _token_operations(row):
+            if action == SPLIT:
+                opening, depth = opening + "[", depth + 1
+            elif action == MERGE:
+                pieces[-1], depth = pieces[-1] + "]", depth - 1
+            else:
+                pieces.append(opening + str(token))
+                opening = ""
+    if pieces:
+        pieces[-1] += "]" * depth
     return " ".join(pieces)
 
 
 def tree_spans(actions):
-    """The constituents of a tree: `(first, last)` token positions of every
-    split matched by a later merge (the merge's token included).
+    """The constituents of a tree: `(first, last)` token positions.
 
-    A split left open at the end and a merge with nothing to close give no
-    span.
+    With one operation id per token (each consumes its token) a span runs
+    from a split's token to the matching merge's token, both included; a
+    split left open at the end and a merge with nothing to close give no
+    span. With one row of operations per token (`operations_per_token >
+    1`) a span runs from the token read after a split to the last token
+    read before the matching merge; sub-trees still open after the last
+    token end there, and a merge right after its split (no token read)
+    gives no span.
 
     Examples:
 
         >>> sorted(tree_spans([0, 2, 0, 2, 2, 2, 1, 1]))  # "(1+(2+3))"
         [(0, 7), (2, 6)]
+        >>> sorted(tree_spans([[0, 2], [2], [1, 0, 2], [2]]))
+        [(0, 1), (2, 3)]
     """
     opened, spans = [], set()
-    for position, action in enumerate(actions):
-        action = int(action)
-        if action == SPLIT:
-            opened.append(position)
-        elif action == MERGE and opened:
-            spans.add((opened.pop(), position))
+    if not _per_token(actions):
+        for position, action in enumerate(actions):
+            action = int(action)
+            if action == SPLIT:
+                opened.append(position)
+            elif action == MERGE and opened:
+                spans.add((opened.pop(), position))
+        return spans
+    for position, row in enumerate(actions):
+        for action in _token_operations(row):
+            if action == SPLIT:
+                opened.append(position)
+            elif action == MERGE and opened:
+                first = opened.pop()
+                if first < position:
+                    spans.add((first, position - 1))
+    spans.update((first, len(actions) - 1) for first in opened)
     return spans
 
 
 def tree_agreement(predicted, gold):
     """Bracketing F1 and exact-tree match of predicted against gold trees.
 
-    Every tree is a sequence of operation ids (`tree_spans` reads its
-    constituents). The F1 of one tree is `2 |P & G| / (|P| + |G|)` over its
+    Every tree is a sequence of operation ids, or of rows of them (one per
+    token, `operations_per_token > 1`); `tree_spans` reads its
+    constituents. The F1 of one tree is `2 |P & G| / (|P| + |G|)` over its
     predicted and gold span sets (1 when both are empty); the scores are
     the means over the trees.
 
     Args:
-        predicted: Iterable of operation-id sequences.
-        gold: Iterable of operation-id sequences, as many as `predicted`.
+        predicted: Iterable of trees.
+        gold: Iterable of trees, as many as `predicted`.
 
     Returns:
         `{"f1": mean F1, "exact": share of trees with the gold span set}`,

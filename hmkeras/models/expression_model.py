@@ -89,6 +89,10 @@ class ExpressionModel(keras.Model):
         reward: `"accuracy"` or `"likelihood"` (REINFORCE).
         recur_bias: The RRNet policy's initial recur logit
             (`RecurrentRecursiveCell`); 0 starts from a uniform policy.
+        operations_per_token: `"rrnet_reinforce"` only: 1 (default), one
+            operation per token, which consumes it; `n > 1`, the paper's
+            operations: up to `n - 1` splits and merges, which consume
+            nothing, before each token's recur (`RecurrentRecursiveCell`).
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
@@ -97,8 +101,8 @@ class ExpressionModel(keras.Model):
 
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
-                 reward="accuracy", decoder="autoregressive", recur_bias=0.0, seed=None,
-                 **kwargs):
+                 reward="accuracy", decoder="autoregressive", recur_bias=0.0,
+                 operations_per_token=1, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -113,6 +117,14 @@ class ExpressionModel(keras.Model):
         self.reward = argument_checks.check_choice("reward", reward, REWARDS)
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
+        self.operations_per_token = argument_checks.check_positive_int(
+            "operations_per_token", operations_per_token)
+        if self.operations_per_token > 1 and encoder != "rrnet_reinforce":
+            raise ValueError(
+                "`operations_per_token` > 1 needs encoder='rrnet_reinforce' (the "
+                "other encoders read one given operation, or none, per token). "
+                f"Received: operations_per_token={operations_per_token!r}, "
+                f"encoder={encoder!r}")
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         init = keras.initializers.GlorotUniform(seed=self.seed)
         self.embedding = keras.layers.Embedding(
@@ -124,7 +136,7 @@ class ExpressionModel(keras.Model):
         else:
             self.cell = RecurrentRecursiveCell(
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
-                seed=self.seed)
+                operations_per_token=self.operations_per_token, seed=self.seed)
             self.encoder = keras.layers.RNN(self.cell, return_sequences=True,
                                             return_state=True, name="encoder")
         if encoder == "rrnet_random":
@@ -267,5 +279,5 @@ class ExpressionModel(keras.Model):
             "max_depth": self.max_depth, "policy_weight": self.policy_weight,
             "entropy_weight": self.entropy_weight, "reward": self.reward,
             "decoder": self.decoder_name, "recur_bias": self.recur_bias,
-            "seed": self.seed,
+            "operations_per_token": self.operations_per_token, "seed": self.seed,
         }

@@ -1,5 +1,6 @@
 """Tests of hmkeras.models.ExpressionModel (the MEE encoder-decoder)."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -96,14 +97,35 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(units=0), "units"),
     (dict(entropy_weight=-1.0), "entropy_weight"),
     (dict(decoder="tree"), "decoder"),
+    (dict(encoder="rrnet_reinforce", operations_per_token=0), "operations_per_token"),
+    (dict(encoder="rrnet_supervised", operations_per_token=2), "operations_per_token"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         ExpressionModel(**kwargs)
 
 
+def test_reinforce_between_tokens_trains_its_policy():
+    """`operations_per_token=3`: up to two splits / merges before each
+    token's recur, and one REINFORCE step moves the policy's weights."""
+    _, inputs, digits = _batch(count=32)
+    model = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4,
+                            operations_per_token=3, seed=1)
+    actions = np.asarray(model.analyze(inputs, training=True)[1][0])
+    real = np.asarray(inputs["tokens"]) > 0
+    assert actions.shape == real.shape + (3,)
+    assert np.all(np.sum(actions == 2, axis=-1)[real] == 1)  # one recur per token
+    assert np.any(np.sum(actions >= 0, axis=-1)[real] > 1)  # operations between tokens
+    model.compile(optimizer=keras.optimizers.Adam(0.01))
+    before = np.asarray(model.cell.policy_kernel).copy()
+    logs = model.train_on_batch(inputs, digits, return_dict=True)
+    assert np.isfinite(logs["loss"]) and logs["policy_loss"] != 0
+    assert not np.allclose(np.asarray(model.cell.policy_kernel), before)
+
+
 def test_config_round_trip():
     model = ExpressionModel("rrnet_reinforce", units=5, embedding_dim=3, max_depth=4,
-                            reward="likelihood", decoder="steps", seed=2)
+                            reward="likelihood", decoder="steps",
+                            operations_per_token=2, seed=2)
     clone = ExpressionModel.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
