@@ -9,7 +9,10 @@ there, against 113.4 for an LSTM baseline).  The network:
            [-> projection] -> tied softmax
 
 The cell picks one operation (split, merge, recur) per word from its policy
-network: sampled while training, greedy (argmax) at evaluation.  The
+network, or with `operations_per_token=n > 1` up to `n - 1` splits and
+merges before the recur that reads the word (the paper's operations,
+`RecurrentRecursiveCell`): sampled while training, greedy (argmax) at
+evaluation.  The
 operations are discrete, so the language-model loss sends no gradient to
 the policy; the policy is trained by REINFORCE (Williams 1992) with the
 language model's own likelihood as the reward.  The paper names the setup
@@ -17,8 +20,8 @@ only; the estimator below is this project's choice:
 
 * reward of step `t`: ``r_t = log p(w_{t+1} | w_<=t)``, minus the
   negative log-likelihood of the next word (0 on padding);
-* return of the action taken at step `t` (it shapes `h_t` and every later
-  state, hence every later prediction): the discounted sum of the rewards
+* return of the actions taken at step `t` (their log-probabilities summed;
+  they shape `h_t` and every later state, hence every later prediction): the discounted sum of the rewards
   from step `t` on, ``G_t = sum_{s >= t} gamma^(s - t) r_s`` with
   ``gamma = reward_discount`` (1: the whole rest of the sentence; 0: the
   immediate reward only);
@@ -103,6 +106,9 @@ class RecurrentRecursiveLanguageModelConfig(JsonConfig):
         entropy_weight: Weight of the entropy bonus.
         baseline_weight: Weight of the baseline's squared error.
         reward_discount: `gamma` of the returns, in [0, 1].
+        operations_per_token: The most operations per word: 1, each
+            consumes its word; `n > 1`, up to `n - 1` splits and merges
+            that consume nothing before the word's recur (Sec. 2).
         seed: Seed of the initializers and of the action sampler.
     """
 
@@ -116,11 +122,12 @@ class RecurrentRecursiveLanguageModelConfig(JsonConfig):
     entropy_weight: float = 0.01
     baseline_weight: float = 1.0
     reward_discount: float = 0.9
+    operations_per_token: int = 1
     seed: int = None
 
     def __post_init__(self):
         checks = argument_checks
-        for name in ("vocab_size", "units", "max_depth"):
+        for name in ("vocab_size", "units", "max_depth", "operations_per_token"):
             setattr(self, name, checks.check_positive_int(name, getattr(self, name)))
         self.embedding_dim = checks.check_int("embedding_dim", self.embedding_dim, minimum=0)
         self.dropout = checks.check_rate("dropout", self.dropout)
@@ -162,8 +169,9 @@ class RecurrentRecursiveLanguageModel(keras.Model):
             c.vocab_size, dim, name="embedding",
             embeddings_initializer=keras.initializers.RandomUniform(
                 -c.init_scale, c.init_scale, seed=seed))
-        self.cell = RecurrentRecursiveCell(c.units, c.max_depth, mode="reinforce",
-                                           seed=seed, name="rrnet_cell")
+        self.cell = RecurrentRecursiveCell(
+            c.units, c.max_depth, mode="reinforce",
+            operations_per_token=c.operations_per_token, seed=seed, name="rrnet_cell")
         self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
         self.input_dropout = keras.layers.Dropout(c.dropout, seed=seed)
         self.output_dropout = keras.layers.Dropout(
@@ -277,7 +285,8 @@ class RecurrentRecursiveLanguageModel(keras.Model):
 
     # ------------------------------------------------------------------
     def greedy_actions(self, tokens):
-        """The operations `(batch, time)` (ints) the greedy policy takes."""
+        """The operations the greedy policy takes, ints: `(batch, time)`, or
+        `(batch, time, operations_per_token)` with -1 after each recur."""
         return np.asarray(self.analyze(tokens, training=False)["actions"]).astype(int)
 
     def tree_of(self, token_ids, words=None):

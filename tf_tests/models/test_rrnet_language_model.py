@@ -224,3 +224,28 @@ def test_config_round_trip_and_bad_arguments():
         RecurrentRecursiveLanguageModelConfig(vocab_size=5, units=0)
     with pytest.raises(ValueError, match="config"):
         RecurrentRecursiveLanguageModel(config="big")
+    with pytest.raises(ValueError, match="operations_per_token"):
+        RecurrentRecursiveLanguageModelConfig(vocab_size=5, operations_per_token=0)
+
+
+def test_operations_between_words_train_and_draw_trees():
+    """`operations_per_token=3`: the policy may split and merge between
+    words; the greedy trees have one recur per word and one "[" per split,
+    and a training step moves the policy."""
+    from hmkeras.cells.recurrent_recursive_cell import RECUR
+
+    lm = RecurrentRecursiveLanguageModel(vocab_size=9, units=6, max_depth=3,
+                                         operations_per_token=3, seed=2)
+    x = np.random.default_rng(2).integers(1, 9, size=(4, 7)).astype("int32")
+    actions = lm.greedy_actions(x)
+    assert actions.shape == (4, 7, 3)
+    assert np.all(np.sum(actions == RECUR, axis=-1) == 1)
+    tree = lm.tree_of(x[0])
+    assert tree.count("[") == tree.count("]") == int(np.sum(actions[0] == SPLIT))
+    lm.compile(optimizer=keras.optimizers.SGD(0.5))
+    before = np.asarray(lm.cell.policy_kernel).copy()
+    logs = lm.train_on_batch(x[:, :-1], x[:, 1:], return_dict=True)
+    assert all(np.isfinite(v) for v in logs.values())
+    assert not np.allclose(np.asarray(lm.cell.policy_kernel), before)
+    clone = RecurrentRecursiveLanguageModel.from_config(lm.get_config())
+    assert clone.config.operations_per_token == 3
