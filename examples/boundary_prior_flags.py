@@ -71,7 +71,15 @@ def check_flags(settings, flag_values, hierarchical_cells):
 def prior_arguments(s):
     """`boundary_prior` and `segment_lengths` of a model configuration
     (`CharLanguageModelConfig`, `HandwritingModelConfig`,
-    `WordLanguageModelConfig`) from the settings `s`."""
+    `WordLanguageModelConfig`) from the settings `s`.
+
+    Examples:
+
+    >>> prior_arguments({"boundary_prior": "none", "segment_lengths": None})
+    {'boundary_prior': None, 'segment_lengths': None}
+    >>> prior_arguments({"boundary_prior": "rate", "segment_lengths": ["4", "12"]})
+    {'boundary_prior': 'rate', 'segment_lengths': [4.0, 12.0]}
+    """
     lengths = s["segment_lengths"]
     return dict(
         boundary_prior=None if s["boundary_prior"] == "none" else s["boundary_prior"],
