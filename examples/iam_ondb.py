@@ -161,23 +161,29 @@ def load_data(s):
 
 
 def line_batches(sequences, batch_size, order=None):
-    """Padded batches of whole lines in `order` (default: as given), a Keras
-    `PyDataset` (`hmkeras.models.handwriting_model.pad_sequences`)."""
-    from keras.utils import PyDataset
+    """Padded batches of whole lines in `order` (default: as given), a
+    `tf.data.Dataset` of `(inputs, targets, weights)`
+    (`hmkeras.models.handwriting_model.pad_sequences`) whose time axis is
+    left unknown: every batch is padded to its own longest line. (A Keras
+    `PyDataset` took the shapes of its first two batches, and a later batch
+    of another length stopped the run.)"""
+    import tensorflow as tf
 
+    from hmkeras.models.handwriting_model import STEP_FEATURES
     from hmkeras.models.handwriting_model import pad_sequences
 
     order = np.arange(len(sequences)) if order is None else order
+    count = math.ceil(len(order) / batch_size)
 
-    class LineBatches(PyDataset):
-        def __len__(self):
-            return math.ceil(len(order) / batch_size)
-
-        def __getitem__(self, index):
+    def batches():
+        for index in range(count):
             rows = order[index * batch_size : (index + 1) * batch_size]
-            return pad_sequences([sequences[i] for i in rows])
+            yield pad_sequences([sequences[i] for i in rows])
 
-    return LineBatches()
+    steps = tf.TensorSpec((None, None, STEP_FEATURES), tf.float32)
+    dataset = tf.data.Dataset.from_generator(
+        batches, output_signature=(steps, steps, tf.TensorSpec((None, None), tf.float32)))
+    return dataset.apply(tf.data.experimental.assert_cardinality(count))
 
 
 def train(s, model, splits):

@@ -164,3 +164,24 @@ def test_non_finite_loss_stops_before_a_checkpoint(tmp_path):
     assert "no checkpoint was saved before it" in message
     assert not os.path.exists(os.path.join(out, "checkpoints", "latest"))
     assert not os.path.exists(os.path.join(out, "results.json"))
+
+
+def test_line_batches_of_any_length_after_two_equal_ones():
+    """Batches padded to their own longest line: two first batches of one
+    length and a third of another train (a Keras PyDataset fixed the time
+    axis from its first two batches and refused the third)."""
+    import keras
+
+    import hmkeras
+    from hmkeras.models.handwriting_model import HandwritingModel
+
+    rng = np.random.default_rng(0)
+    lines = [rng.normal(size=(n, 3)).astype("float32") for n in (7, 5, 7, 6, 12, 4)]
+    batches = iam_ondb.line_batches(lines, 2)
+    assert len(batches) == 3
+    assert [x.shape[1] for x, _, _ in batches.as_numpy_iterator()] == [6, 6, 11]
+    trainer = hmkeras.HandwritingTrainer(
+        HandwritingModel(units=4, output_units=4, num_components=2, seed=0))
+    trainer.compile(keras.optimizers.Adam(0.01))
+    history = trainer.fit(batches, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
