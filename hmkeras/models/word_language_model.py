@@ -40,9 +40,12 @@ averaging, Sections 5-6):
   as boundaries: the layers see no Keras mask (the embedding makes none),
   so the model masks the prior itself. With a wrapper the boundaries are
   read from the wrapped cell's output, which the wrapper then returns
-  beside its own (`return_cell_output=True`): the prior works with every
-  wrapper, and the default configuration is the same model whichever
-  wrapper is chosen.
+  beside its own (`return_cell_output=True`; the weights and the logits are
+  unchanged): the prior works with every wrapper, so it is neither refused
+  nor silently dropped when a wrapper is chosen, and the default
+  configuration means the same with every wrapper. With Salton & Kelleher's
+  SGD (learning rate 1.0) the prior was measured to collapse the
+  boundaries (docs/results.md); None is the safe choice there for now.
 
 The RNN starts from a zero state in every call (the paper resets the state
 at every mini-batch, and every row is one sentence), so `network` maps
@@ -324,6 +327,7 @@ class WordLanguageModel:
         return int(sum(np.prod(w.shape) for w in self.network.trainable_weights))
 
 
+@keras.saving.register_keras_serializable(package="hmkeras")
 class _BoundaryPriorLoss(keras.layers.Layer):
     """The identity on the RNN output that, while training, adds
     `prior(z, mask=tokens != PAD_ID)`, `z` the output's `columns` (the
@@ -331,8 +335,15 @@ class _BoundaryPriorLoss(keras.layers.Layer):
 
     def __init__(self, prior, columns, **kwargs):
         super().__init__(**kwargs)
+        if isinstance(prior, dict):  # from `get_config`
+            prior = keras.saving.deserialize_keras_object(prior)
         self.prior = prior
         self.columns = tuple(columns)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "prior": keras.saving.serialize_keras_object(self.prior),
+                "columns": list(self.columns)}
 
     def call(self, inputs, training=False):
         outputs, tokens = inputs

@@ -227,3 +227,17 @@ def test_prior_fields_are_checked_and_saved():
             (dict(cell="mlstm", boundary_prior="poisson"), "boundary_prior")):
         with pytest.raises(ValueError, match=match):
             WordLanguageModelConfig(vocab_size=VOCAB, **kwargs)
+
+
+def test_hmlstm_network_with_the_prior_saves_and_loads(tmp_path):
+    x, _, _ = _padded_sentences()
+    lm = WordLanguageModel(vocab_size=VOCAB, cell="hmlstm", units=6, wrapper="average",
+                           dropout=0.0, seed=3, segment_lengths=[3.0])
+    path = str(tmp_path / "word_lm.keras")
+    lm.network.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(np.asarray(loaded(x)), np.asarray(lm.network(x)), atol=1e-6)
+    lm.network(x, training=True)
+    loaded(x, training=True)
+    assert len(loaded.losses) == len(lm.network.losses) == 1
+    assert float(loaded.losses[0]) == pytest.approx(float(lm.network.losses[0]))
