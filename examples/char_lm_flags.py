@@ -17,6 +17,7 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import flag_errors
 from command_line import settings_from_flags
+import boundary_prior_flags  # examples/boundary_prior_flags.py
 import run_directory  # examples/run_directory.py
 
 # TensorFlow (imported lazily, below) reads this when it loads: no C++
@@ -114,11 +115,7 @@ flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
 flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM cells (hmlstm, hmrnn); "
                   "--nolayer_norm for Kadar et al.'s non-LN rows.")
 flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors (extension).")
-flags.DEFINE_enum("boundary_prior", "rate", ["rate", "binomial", "none"],
-                  "Boundary prior of the HM cells (hmkeras.BoundaryPrior, an extension): "
-                  "rate, binomial, or none for the papers' model.")
-flags.DEFINE_list("segment_lengths", None, "The prior's expected segment length of "
-                  "z^1 .. z^{L-1}, in characters, e.g. 5,15 (default: 5, 3x longer per layer).")
+boundary_prior_flags.define_flags(flags, "characters")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -180,18 +177,6 @@ for _name, (_allowed, _check_value) in FLOAT_RANGES.items():
         _name, lambda v, ok=_check_value: v is None or (math.isfinite(v) and ok(v)),
         message=f"must be a number {_allowed}" if _allowed != "finite"
         else "must be a finite number")
-
-
-def _lengths_ok(values):
-    try:
-        return values is None or all(math.isfinite(float(v)) and float(v) > 1 for v in values)
-    except ValueError:
-        return False
-
-
-flags.register_validator(
-    "segment_lengths", _lengths_ok,
-    message="must be numbers > 1, one per boundary layer, e.g. 5,15")
 
 
 def _check_text_file_flags(settings, flag_values):
@@ -269,16 +254,7 @@ def resolve_settings(flag_values):
             raise FlagError(
                 f"--cell={settings['cell']} is a hierarchy: --num_layers must be at "
                 f"least 2. Received: --num_layers={settings['num_layers']}")
-        lengths = settings["segment_lengths"]
-        if lengths is not None and len(lengths) != settings["num_layers"] - 1:
-            raise FlagError(
-                "--segment_lengths needs one length per boundary layer "
-                f"(--num_layers - 1 = {settings['num_layers'] - 1}). Received: "
-                f"--segment_lengths={','.join(lengths)}")
-        if lengths is not None and settings["boundary_prior"] == "none":
-            raise FlagError(
-                "--segment_lengths needs a boundary prior (--boundary_prior=binomial "
-                f"or rate). Received: --boundary_prior=none --segment_lengths={','.join(lengths)}")
+    boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
     if settings["dataset"] != "text_file":
         for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
             settings[name] = flag_values[name].default
@@ -305,16 +281,6 @@ def default_output_dir(preset, settings):
         stem = os.path.splitext(os.path.basename(settings["text_file"]))[0]
         parts.append("".join(c if c.isalnum() or c in "-." else "_" for c in stem))
     return os.path.join("runs", "_".join(parts + [settings["cell"]]))
-
-
-def prior_arguments(s):
-    """`boundary_prior` and `segment_lengths` of `CharLanguageModelConfig`
-    from --boundary_prior and --segment_lengths (checked while parsing)."""
-    lengths = s["segment_lengths"]
-    return dict(
-        boundary_prior=None if s["boundary_prior"] == "none" else s["boundary_prior"],
-        segment_lengths=None if lengths is None else [float(v) for v in lengths],
-    )
 
 
 # Flags that define the network (model_config.json), its data or its batches:
@@ -369,7 +335,8 @@ def model_config(s, vocab_size):
         vocab_size=vocab_size, cell=s["cell"], units=s["units"],
         num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
         output=s["output"], output_units=s["output_units"],
-        cell_options=cell_options(s), **prior_arguments(s), l2=s["l2"], seed=s["seed"],
+        cell_options=cell_options(s), **boundary_prior_flags.prior_arguments(s),
+        l2=s["l2"], seed=s["seed"],
     )
 
 

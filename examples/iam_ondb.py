@@ -56,6 +56,7 @@ from command_line import flag_errors
 from command_line import run_script
 from command_line import settings_from_flags
 from command_line import stop_if_non_finite
+import boundary_prior_flags  # examples/boundary_prior_flags.py
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
@@ -69,7 +70,7 @@ DATASETS = ("embedded", "iam_ondb")
 CELLS = ("hmlstm", "lstm")
 # Flags that shape the model or the data: a resumed run must keep them.
 MODEL_FLAGS = ("cell", "units", "num_layers", "output_units", "num_components",
-               "layer_norm", "dataset", "seed", "embedded_train", "embedded_valid",
+               "layer_norm", "boundary_prior", "segment_lengths", "dataset", "seed", "embedded_train", "embedded_valid",
                "embedded_test", "min_length", "batch_size", "learning_rate")
 
 FLAGS = flags.FLAGS
@@ -94,6 +95,7 @@ flags.DEFINE_integer("num_layers", 3, "Recurrent layers.", lower_bound=2)
 flags.DEFINE_integer("output_units", 400, "Gated output embedding size.", lower_bound=1)
 flags.DEFINE_integer("num_components", 20, "Mixture components.", lower_bound=1)
 flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM-LSTM.")
+boundary_prior_flags.define_flags(flags, "pen points")
 flags.DEFINE_integer("batch_size", 32, "Lines per batch.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 3e-4, "Adam learning rate.")
 flags.DEFINE_float("clip_norm", 10.0, "Global gradient-norm clipping.")
@@ -130,6 +132,7 @@ def resolve_settings(flag_values):
     if settings["manual_dir"] and not os.path.isdir(os.path.expanduser(settings["manual_dir"])):
         raise FlagError(f"--manual_dir must be an existing directory. "
                         f"Received: --manual_dir={settings['manual_dir']!r}")
+    boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm",))
     if not settings["output_dir"]:
         settings["output_dir"] = os.path.join(
             "runs", f"handwriting_{settings['dataset']}_{settings['cell']}")
@@ -158,23 +161,29 @@ def load_data(s):
 
 
 def line_batches(sequences, batch_size, order=None):
-    """Padded batches of whole lines in `order` (default: as given), a Keras
-    `PyDataset` (`hmkeras.models.handwriting_model.pad_sequences`)."""
-    from keras.utils import PyDataset
+    """Padded batches of whole lines in `order` (default: as given), a
+    `tf.data.Dataset` of `(inputs, targets, weights)`
+    (`hmkeras.models.handwriting_model.pad_sequences`) whose time axis is
+    left unknown: every batch is padded to its own longest line. (A Keras
+    `PyDataset` took the shapes of its first two batches, and a later batch
+    of another length stopped the run.)"""
+    import tensorflow as tf
 
+    from hmkeras.models.handwriting_model import STEP_FEATURES
     from hmkeras.models.handwriting_model import pad_sequences
 
     order = np.arange(len(sequences)) if order is None else order
+    count = math.ceil(len(order) / batch_size)
 
-    class LineBatches(PyDataset):
-        def __len__(self):
-            return math.ceil(len(order) / batch_size)
-
-        def __getitem__(self, index):
+    def batches():
+        for index in range(count):
             rows = order[index * batch_size : (index + 1) * batch_size]
-            return pad_sequences([sequences[i] for i in rows])
+            yield pad_sequences([sequences[i] for i in rows])
 
-    return LineBatches()
+    steps = tf.TensorSpec((None, None, STEP_FEATURES), tf.float32)
+    dataset = tf.data.Dataset.from_generator(
+        batches, output_signature=(steps, steps, tf.TensorSpec((None, None), tf.float32)))
+    return dataset.apply(tf.data.experimental.assert_cardinality(count))
 
 
 def train(s, model, splits):
@@ -221,7 +230,10 @@ def run(s):
     """Trains, evaluates, draws and exports; returns the results dict."""
     started = time.time()
     out_dir = s["output_dir"]
-    prepare_output_dir(s, "handwriting", MODEL_FLAGS)
+    # A settings.json older than the prior flags resumes with their
+    # defaults (the rate prior), as the character LM's runs do.
+    prepare_output_dir(s, "handwriting", MODEL_FLAGS,
+                       defaults=boundary_prior_flags.old_run_defaults(FLAGS))
     finished = finished_results(s)
     if finished is not None:
         return finished
@@ -244,7 +256,7 @@ def run(s):
     config = HandwritingModelConfig(
         cell=s["cell"], units=s["units"], num_layers=s["num_layers"],
         output_units=s["output_units"], num_components=s["num_components"],
-        cell_options=options, seed=s["seed"])
+        cell_options=options, **boundary_prior_flags.prior_arguments(s), seed=s["seed"])
     model = HandwritingModel(config)
     write_run_files(out_dir, model.config, s, kind="handwriting")
     print(f"{s['cell']}: {model.count_params():,} parameters; "
@@ -256,6 +268,7 @@ def run(s):
     results = {
         "cell": s["cell"], "dataset": s["dataset"], "parameters": model.count_params(),
         "epochs": epochs, "seed": s["seed"],
+        **boundary_prior_flags.prior_results(model.boundary_prior),
         "test_log_likelihood_per_sequence": float(test_ll.mean()),
         "valid_log_likelihood_per_sequence": float(valid_ll.mean()),
         "test_sequences": len(test_ll),

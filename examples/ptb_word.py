@@ -15,6 +15,16 @@ cut / padded to `--seq_len` (35) tokens, with ``<eos>`` as first input and
 last target; batches of `--batch_size` (32) consecutive sentences; the RNN
 state starts from zeros in every batch.
 
+With `--cell=hmlstm` the HM-LSTM's boundaries get the boundary prior
+(`--boundary_prior=rate`, the default, or `binomial`; `--boundary_prior=none`
+for the papers' model; `--segment_lengths` in words, default 5), on the real
+words only (never the padding), and results.json records the prior and the
+test set's boundary rates (`test_z_rates`). Measured on the embedded corpus
+with this script's SGD (learning rate 1.0), the prior drives z^1 to 0 in
+the first epoch and the perplexity ends 2.3 times the papers' model's
+(docs/results.md, "The HM-LSTM word LM and the boundary prior"):
+`--boundary_prior=none` trains the papers' HM-LSTM.
+
 `--cell=rrnet` is the recurrent-recursive language model of Jacob et al.
 (2018), Sec. 3.3 (`hmkeras.models.rrnet_language_model`): one layer of 350
 units (`--num_layers` must be 1, no wrapper), a stack of `--max_depth` slots,
@@ -80,6 +90,7 @@ from command_line import flag_errors
 from command_line import run_script
 from command_line import settings_from_flags
 from command_line import stop_if_non_finite
+import boundary_prior_flags  # examples/boundary_prior_flags.py
 from run_directory import prepare_output_dir
 from run_directory import write_run_files
 
@@ -153,6 +164,7 @@ flags.DEFINE_integer("memory_size", 35, "--wrapper=attention: past states attend
                      lower_bound=1)
 flags.DEFINE_enum("attention_score", "single", list(SCORES), "--wrapper=attention: "
                   "score function.")
+boundary_prior_flags.define_flags(flags, "words")
 flags.DEFINE_float("dropout", 0.5, "Dropout on the non-recurrent connections.")
 flags.DEFINE_float("init_scale", 0.05, "Uniform initialization range.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
@@ -199,6 +211,7 @@ MODEL_FLAGS = (
     "embedded_test_tokens", "seed", "cell", "wrapper", "units", "num_layers",
     "embedding_dim", "memory_size", "attention_score", "dropout", "init_scale",
     "batch_size", "seq_len", "max_depth", "reward_discount", "entropy_weight",
+    "boundary_prior", "segment_lengths",
 )
 
 
@@ -234,6 +247,7 @@ def resolve_settings(flag_values):
     if s["cell"] == "hmlstm" and s["num_layers"] < 2:
         raise FlagError("--cell=hmlstm is a hierarchy: --num_layers must be at least 2. "
                         f"Received: --num_layers={s['num_layers']}")
+    boundary_prior_flags.check_flags(s, flag_values, ("hmlstm",))
     if s["manual_dir"] and not os.path.isdir(os.path.expanduser(s["manual_dir"])):
         raise FlagError("--manual_dir must be an existing directory, the one that "
                         f"holds the corpus files. Received: --manual_dir={s['manual_dir']!r}")
@@ -292,7 +306,8 @@ def make_model(s, vocab_size):
     return WordLanguageModel(WordLanguageModelConfig(
         vocab_size=vocab_size, cell=s["cell"], num_layers=s["num_layers"],
         wrapper=s["wrapper"], memory_size=s["memory_size"],
-        attention_score=s["attention_score"], **common))
+        attention_score=s["attention_score"], **boundary_prior_flags.prior_arguments(s),
+        **common))
 
 
 def train(s, lm, batches):
@@ -333,13 +348,17 @@ def shown_sentence(s, sentences):
 
 def run(s):
     """The whole job; returns the results dict (also in results.json)."""
-    prepare_output_dir(s, "word_lm", MODEL_FLAGS)
+    # A settings.json older than the prior flags resumes with their
+    # defaults (the rate prior for --cell=hmlstm), as the character LM's runs do.
+    prepare_output_dir(s, "word_lm", MODEL_FLAGS,
+                       defaults=boundary_prior_flags.old_run_defaults(FLAGS))
     started = time.time()
     sentences, info = load_sentences(s)
     import tensorflow as tf
 
     from hmkeras import data
     from hmkeras.analysis.attention_plot import plot_word_lm_attention
+    from hmkeras.models.word_language_model import sentence_boundary_rates
     from hmkeras.models.word_language_model import sentence_perplexity
     from hmkeras.training.run_directory import RunClock
     from hmkeras.training.run_directory import write_results
@@ -370,6 +389,9 @@ def run(s):
         "train_targets_dropped_by_truncation": batches["train"].num_dropped_targets,
         "history": progress["history"], **info,
     }
+    if s["cell"] == "hmlstm":  # the prior and the test set's boundary rates
+        results.update(boundary_prior_flags.prior_results(lm.boundary_prior))
+        results["test_z_rates"] = sentence_boundary_rates(lm, batches["test"])
     words = shown_sentence(s, sentences["validation"])
     if s["cell"] == "rrnet":  # the greedy tree of one validation sentence
         results["tree"] = lm.tree_of(vocab.encode(words), words)
@@ -385,6 +407,10 @@ def run(s):
             f"{results['test']['perplexity']:.3f}")
     if "entropy_rate_perplexity" in info:
         line += f" (floor {info['entropy_rate_perplexity']:.3f})"
+    if "test_z_rates" in results:
+        line += ("; test z rates " + ", ".join(
+            f"z^{i + 1} {v:.3f}" for i, v in enumerate(results["test_z_rates"]))
+            + f" (boundary prior {results['boundary_prior']})")
     print(line)
     return results
 

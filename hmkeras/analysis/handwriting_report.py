@@ -84,6 +84,11 @@ def summary_lines(r):
              f"({r['test_sequences']} lines, mean length {r['test_mean_length']:.0f})"]
     b = r.get("boundaries")
     if b:
+        prior = r.get("boundary_prior")  # absent from results of older runs
+        if prior is not None:
+            lines.append("boundary prior: " + (
+                "none (the papers' model)" if prior == "none" else
+                f"{prior}, segment lengths {', '.join(f'{v:g}' for v in r['segment_lengths'])}"))
         lines.append("z rates " + ", ".join(f"z^{i + 1} {v:.3f}"
                                             for i, v in enumerate(b["z_rates"])))
         for key, scores in b.items():

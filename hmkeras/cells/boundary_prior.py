@@ -145,6 +145,45 @@ def prior_for(form, segment_lengths, num_layers):
     return BoundaryPrior(check_segment_lengths(segment_lengths, num_layers - 1), form=form)
 
 
+def check_prior_fields(config, hierarchical_cells):
+    """Checks and normalizes, in place, the prior fields of a model
+    configuration: `config.boundary_prior` and `config.segment_lengths`.
+
+    The configurations of the models with a boundary prior
+    (`CharLanguageModelConfig`, `HandwritingModelConfig`,
+    `WordLanguageModelConfig`) share this check. For a cell in
+    `hierarchical_cells` the fields must make a prior (`prior_for` with
+    `config.num_layers`; given lengths are stored as a list of floats);
+    for another cell `boundary_prior` must still be one of the forms or
+    None (it is then unused) and `segment_lengths` must be None.
+
+    Raises:
+        ValueError: naming `boundary_prior` or `segment_lengths`.
+
+    Examples:
+
+        >>> import types
+        >>> config = types.SimpleNamespace(cell="lstm", num_layers=2,
+        ...                                boundary_prior="rate", segment_lengths=[4])
+        >>> check_prior_fields(config, ("hmlstm",))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `segment_lengths` applies to the hierarchical cells ['hmlstm']. ...
+    """
+    if config.cell in hierarchical_cells:
+        prior = prior_for(config.boundary_prior, config.segment_lengths, config.num_layers)
+        if prior is not None and config.segment_lengths is not None:
+            config.segment_lengths = list(prior.segment_lengths)
+        return
+    argument_checks.check_choice("boundary_prior", config.boundary_prior, FORMS + (None,))
+    if config.segment_lengths is not None:
+        raise ValueError(
+            "`segment_lengths` applies to the hierarchical cells "
+            f"{list(hierarchical_cells)}. Received: cell={config.cell!r}, "
+            f"segment_lengths={config.segment_lengths!r}"
+        )
+
+
 def binomial_negative_log_likelihood(counts, steps, probability):
     """`-log Binom(counts; steps, probability)` (Eq. 2), elementwise.
 

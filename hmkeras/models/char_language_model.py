@@ -58,7 +58,7 @@ import keras
 import numpy as np
 
 from hmkeras import argument_checks
-from hmkeras.cells.boundary_prior import FORMS as PRIOR_FORMS
+from hmkeras.cells.boundary_prior import check_prior_fields
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_rnn import HMRNN
@@ -87,9 +87,10 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
     """Checks and normalizes, in place, the fields of the recurrent part
     that `CharLanguageModelConfig` and the configurations built like it
     share (`HandwritingModelConfig`): cell, sizes, output module, the
-    cell's options (`cell_options`, checked by the cell itself),
-    regularization, seed. `positive` names the fields that must be
-    positive integers."""
+    cell's options (`cell_options`, checked by the cell itself), the
+    boundary prior (`boundary_prior`, `segment_lengths`:
+    `hmkeras.cells.boundary_prior.check_prior_fields`), regularization,
+    seed. `positive` names the fields that must be positive integers."""
     checks = argument_checks
     config.cell = checks.check_choice("cell", config.cell, CELLS)
     config.output = checks.check_choice("output", config.output, OUTPUTS)
@@ -112,6 +113,7 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
     config.cell_options = check_cell_options(
         config.cell, config.cell_options, config.units, config.num_layers
     )
+    check_prior_fields(config, HIERARCHICAL_CELLS)
 
 
 @dataclasses.dataclass
@@ -188,22 +190,9 @@ class CharLanguageModelConfig(JsonConfig):
         # Every field is checked and stored as a Python value (NumPy
         # scalars become int / float / bool), so the configuration stays
         # JSON-able.
-        checks = argument_checks
         check_recurrent_fields(
             self, positive=("vocab_size", "units", "num_layers", "embedding_dim")
         )
-        if self.cell in HIERARCHICAL_CELLS:
-            prior = prior_for(self.boundary_prior, self.segment_lengths, self.num_layers)
-            if prior is not None and self.segment_lengths is not None:
-                self.segment_lengths = list(prior.segment_lengths)
-        else:
-            checks.check_choice("boundary_prior", self.boundary_prior, PRIOR_FORMS + (None,))
-            if self.segment_lengths is not None:
-                raise ValueError(
-                    "`segment_lengths` applies to the hierarchical cells "
-                    f"{list(HIERARCHICAL_CELLS)}. Received: cell={self.cell!r}, "
-                    f"segment_lengths={self.segment_lengths!r}"
-                )
 
 
 def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,

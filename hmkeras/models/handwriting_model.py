@@ -43,6 +43,7 @@ import keras
 import numpy as np
 
 from hmkeras import argument_checks
+from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.heads.mixture_density_output import MixtureDensityOutput
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
 from hmkeras.models.char_language_model import CharLanguageModel
@@ -71,9 +72,22 @@ class HandwritingModelConfig(JsonConfig):
         cell_options: As there: the cell's own arguments (`layer_norm`,
             `boundary_mode`, `slope`, `dropout`, ...), its defaults for
             those left out.
+        boundary_prior: The form of the `hmkeras.BoundaryPrior` that
+            `HandwritingTrainer` adds to the training loss of the
+            hierarchical cells, `"rate"` (default) or `"binomial"`; None
+            for the papers' model (no prior). Checked as in
+            `CharLanguageModelConfig`; unused by the other cells.
+        segment_lengths: The prior's expected segment length per boundary
+            layer, in pen points (None: the defaults, `(5, 15)` for three
+            layers); hierarchical cells only.
         l2, seed: As there.
         sequence_layer: As there: the cell's sequence layer (True) or
             `keras.layers.RNN(cell)`.
+
+    A configuration saved before `boundary_prior` existed (an older
+    hmkeras) reads back with the default, the rate prior, as a
+    `CharLanguageModelConfig` does: the network and its weights are the
+    same, and training it on adds the prior to the loss.
 
     Examples:
 
@@ -89,12 +103,15 @@ class HandwritingModelConfig(JsonConfig):
     output_units: int = 400
     num_components: int = 20
     cell_options: dict = dataclasses.field(default_factory=dict)
+    boundary_prior: str = "rate"
+    segment_lengths: list = None
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
 
     def __post_init__(self):
-        # Checked and stored as Python values, as in `CharLanguageModelConfig`.
+        # Checked and stored as Python values, as in `CharLanguageModelConfig`
+        # (the boundary prior's fields included).
         check_recurrent_fields(self, positive=("units", "num_layers", "num_components"))
 
 
@@ -108,20 +125,28 @@ class HandwritingModel(CharLanguageModel):
         cell, units, num_layers, output, output_units, num_components: See
             `HandwritingModelConfig`.
         cell_options, l2, seed, sequence_layer: Ditto.
+        boundary_prior, segment_lengths: Ditto.
 
     Attributes:
         config, network, state_sizes, layer_sizes, hierarchical_cell: As in
             `CharLanguageModel`.
         mixture: The `MixtureDensityOutput` layer.
-        boundary_prior: Always None (no boundary prior here yet).
+        boundary_prior: The `hmkeras.BoundaryPrior` that
+            `HandwritingTrainer` adds to the training loss (an extension,
+            on by default for the hierarchical cells), or None (the papers'
+            model; always None for the other cells).
     """
 
     def __init__(self, config=None, **kwargs):
         config = resolve_config(HandwritingModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
-        self.boundary_prior = None
         self.network = self._build()
+        self.boundary_prior = None
+        if self.is_hierarchical:
+            self.boundary_prior = prior_for(
+                config.boundary_prior, config.segment_lengths, config.num_layers
+            )
 
     def _build(self):
         c = self.config

@@ -30,7 +30,22 @@ averaging, Sections 5-6):
   variable). When the top layer's size differs from `embedding_dim`, a
   linear projection to `embedding_dim` comes before the softmax;
 * initialisation as in Section 6.1: weights uniform in
-  [-`init_scale`, `init_scale`] (0.05), biases 0, LSTM forget-gate biases 1.
+  [-`init_scale`, `init_scale`] (0.05), biases 0, LSTM forget-gate biases 1;
+* for ``"hmlstm"``, a boundary prior (`boundary_prior`, `segment_lengths`:
+  a `hmkeras.BoundaryPrior`, an extension beyond the papers, on by default;
+  None gives the papers' HM-LSTM): while training, `network` adds its loss
+  on the boundaries z^1 .. z^{L-1} of the real tokens, and Keras' `fit`
+  adds it to the training loss (`network.losses`). The padding (token id
+  0, `hmkeras.data.WordVocabulary`'s ``<pad>``) counts neither as steps nor
+  as boundaries: the layers see no Keras mask (the embedding makes none),
+  so the model masks the prior itself. With a wrapper the boundaries are
+  read from the wrapped cell's output, which the wrapper then returns
+  beside its own (`return_cell_output=True`; the weights and the logits are
+  unchanged): the prior works with every wrapper, so it is neither refused
+  nor silently dropped when a wrapper is chosen, and the default
+  configuration means the same with every wrapper. With Salton & Kelleher's
+  SGD (learning rate 1.0) the prior was measured to collapse the
+  boundaries (docs/results.md); None is the safe choice there for now.
 
 The RNN starts from a zero state in every call (the paper resets the state
 at every mini-batch, and every row is one sentence), so `network` maps
@@ -63,6 +78,8 @@ import numpy as np
 import tensorflow as tf
 
 from hmkeras import argument_checks
+from hmkeras.cells.boundary_prior import check_prior_fields
+from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
@@ -76,12 +93,15 @@ from hmkeras.wrappers.averaging_wrapper import AveragingWrapper
 
 __all__ = [
     "WordLanguageModel", "WordLanguageModelConfig", "sentence_perplexity",
-    "CELLS", "WRAPPERS", "ATTENTION_SCORES",
+    "sentence_boundary_rates", "CELLS", "WRAPPERS", "ATTENTION_SCORES",
 ]
 
 CELLS = ("lstm", "hmlstm", "mlstm")
 WRAPPERS = ("none", "average", "attention")
 ATTENTION_SCORES = ("single", "combined")
+HIERARCHICAL_CELLS = ("hmlstm",)
+# The token id of the padding (`hmkeras.data.WordVocabulary.pad_id`).
+PAD_ID = 0
 
 
 @dataclasses.dataclass
@@ -102,6 +122,14 @@ class WordLanguageModelConfig(JsonConfig):
         attention_score: "single" or "combined" (`AttentionWrapper.score`).
         dropout: Dropout rate on the non-recurrent connections.
         init_scale: Weights are uniform in [-init_scale, init_scale].
+        boundary_prior: For ``"hmlstm"``: the form of the
+            `hmkeras.BoundaryPrior` added to the training loss, ``"rate"``
+            (default) or ``"binomial"``; None for the papers' model (no
+            prior). Checked as in `CharLanguageModelConfig`; unused by the
+            other cells.
+        segment_lengths: The prior's expected segment length per boundary
+            layer, in words (None: the defaults, ``(5,)`` for two layers);
+            ``"hmlstm"`` only.
         seed: Seed of the initializers (None: random).
         sequence_layer: The unwrapped layers are the cells' sequence
             layers (True; faster) rather than `keras.layers.RNN(cell)`;
@@ -119,6 +147,8 @@ class WordLanguageModelConfig(JsonConfig):
     attention_score: str = "single"
     dropout: float = 0.5
     init_scale: float = 0.05
+    boundary_prior: str = "rate"
+    segment_lengths: list = None
     seed: int = None
     sequence_layer: bool = True
 
@@ -140,6 +170,7 @@ class WordLanguageModelConfig(JsonConfig):
             raise ValueError(
                 "`num_layers` must be >= 2 for cell='hmlstm'. "
                 f"Received: num_layers={self.num_layers}")
+        check_prior_fields(self, HIERARCHICAL_CELLS)
 
 
 class WordLanguageModel:
@@ -160,6 +191,11 @@ class WordLanguageModel:
         wrapper: the wrapper cell or None.
         features: tokens -> the vectors the tied softmax reads, after
             dropout and projection.
+        boundary_prior: The `hmkeras.BoundaryPrior` whose loss `network`
+            adds while training (``"hmlstm"``; on by default), or None
+            (the papers' model; always None for the other cells).
+        boundary_network: For ``"hmlstm"``, tokens -> the boundaries
+            ``(batch, time, num_layers - 1)`` of the HM-LSTM; else None.
     """
 
     def __init__(self, config=None, **kwargs):
@@ -167,6 +203,11 @@ class WordLanguageModel:
         self.config = config
         self.wrapper = None
         self.attention_network = None
+        self.boundary_network = None
+        self.boundary_prior = None
+        if config.cell in HIERARCHICAL_CELLS:
+            self.boundary_prior = prior_for(
+                config.boundary_prior, config.segment_lengths, config.num_layers)
         self.network = self._build()
 
     def _uniform(self, index):
@@ -179,8 +220,8 @@ class WordLanguageModel:
         recurrent layer, bottom first: its cell and its sequence layer."""
         c = self.config
         if c.cell == "hmlstm":
-            # The papers' model with either kind of layer: the wrapped top
-            # layer (`RNN(wrapper(cell))`) cannot add a boundary prior.
+            # The layer adds no prior of its own: the model adds it, masked
+            # (`_BoundaryPriorLoss`), with either kind of layer and wrapper.
             prior = dict(boundary_prior=None) if c.sequence_layer and c.wrapper == "none" else {}
             return [(HMLSTMCell, HMLSTM, (c.units,),
                      dict(num_layers=c.num_layers, seed=c.seed, **prior), None)]
@@ -223,7 +264,9 @@ class WordLanguageModel:
             return cell
         options = dict(kernel_initializer=self._uniform(100))
         if c.cell == "hmlstm":
-            options["hierarchy_layers"] = "top"
+            # The boundaries stay readable (the cell's output after the
+            # wrapper's own); the weights are the same either way.
+            options.update(hierarchy_layers="top", return_cell_output=True)
         if c.wrapper == "average":  # Salton & Kelleher Eq. (10)-(11)
             wrapper = AveragingWrapper(cell, **options)
         else:  # Salton et al. (2017) learned attention
@@ -247,6 +290,17 @@ class WordLanguageModel:
             # Dropout on the non-recurrent connections (Section 6.1).
             x = keras.layers.Dropout(c.dropout, name=f"dropout_{i + 1}")(x)
             x = rnn(x)
+        if c.cell in HIERARCHICAL_CELLS:
+            if self.wrapper is not None:  # [output | cell output | attention]
+                stop = self.wrapper.output_units + self.wrapper.cell.output_size
+            else:
+                stop = layers[0].cell.output_size
+            columns = (stop - (c.num_layers - 1), stop)
+            if self.boundary_prior is not None:
+                x = _BoundaryPriorLoss(self.boundary_prior, columns, name="boundary_prior")(
+                    [x, tokens])
+            self.boundary_network = keras.Model(
+                tokens, x[..., columns[0]:columns[1]], name="boundaries")
         rnn_output = x
         if self.wrapper is not None:
             top = x[..., : self.wrapper.output_units]
@@ -271,6 +325,59 @@ class WordLanguageModel:
     def count_params(self):
         """Number of trainable parameters."""
         return int(sum(np.prod(w.shape) for w in self.network.trainable_weights))
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class _BoundaryPriorLoss(keras.layers.Layer):
+    """The identity on the RNN output that, while training, adds
+    `prior(z, mask=tokens != PAD_ID)`, `z` the output's `columns` (the
+    HM-LSTM's boundaries, `(start, stop)`)."""
+
+    def __init__(self, prior, columns, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(prior, dict):  # from `get_config`
+            prior = keras.saving.deserialize_keras_object(prior)
+        self.prior = prior
+        self.columns = tuple(columns)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "prior": keras.saving.serialize_keras_object(self.prior),
+                "columns": list(self.columns)}
+
+    def call(self, inputs, training=False):
+        outputs, tokens = inputs
+        if training:
+            start, stop = self.columns
+            mask = keras.ops.not_equal(tokens, PAD_ID)
+            self.add_loss(self.prior(outputs[..., start:stop], mask=mask))
+        return outputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[0]
+
+
+def sentence_boundary_rates(lm, batches):
+    """The HM-LSTM's boundary rate per layer over the real tokens of
+    `batches` (a `SentenceBatches`): a list of `num_layers - 1` floats.
+
+    Raises:
+        ValueError: `lm` has no boundaries (not ``cell="hmlstm"``).
+    """
+    if getattr(lm, "boundary_network", None) is None:
+        raise ValueError("`lm` must be a WordLanguageModel with cell='hmlstm'. "
+                         f"Received: lm={lm!r}")
+    network = lm.boundary_network
+
+    @tf.function
+    def _batch_counts(x, w):
+        z = tf.cast(network(x, training=False), tf.float64)
+        return tf.reduce_sum(z * tf.cast(w, tf.float64)[..., None], axis=[0, 1])
+
+    total = 0.0
+    for x, _, w in batches.dataset():
+        total += _batch_counts(x, w).numpy()
+    return [float(v) for v in np.atleast_1d(total) / batches.num_targets]
 
 
 def sentence_perplexity(lm, batches):

@@ -5,9 +5,14 @@ of 32). `HandwritingTrainer` wraps the stateless network of a
 `hmkeras.models.handwriting_model.HandwritingModel`: every batch starts from
 the zero state, its loss is the mixture negative log-likelihood (Graves
 2013, Eq. 26) averaged over the real (weight 1) steps of the padded batch,
-and it logs
+plus, while training, the model's boundary prior (`model.boundary_prior`,
+`hmkeras.BoundaryPrior`, on by default for the hierarchical cells) on the
+batch's boundaries with the step weights as its mask, so that padding
+counts neither as steps nor as boundaries; and it logs
 
-* `loss`: that per-step mean (nats),
+* `loss`: that per-step mean (nats), the prior included while training
+  (as the char LM's `TruncatedBPTTModel` logs it; evaluation leaves the
+  prior out),
 * `nll_per_sequence`: the summed NLL divided by the number of sequences
   (the negative of Table 3's measure, for the batches seen),
 * `z_rate_1 ... z_rate_{L-1}` (hierarchical cells): the batch's boundary
@@ -73,6 +78,17 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         return self._run(inputs, training)[0]
 
     def _sequence_losses(self, data, training):
+        """`(loss, per_sequence, rnn_outputs, weights)` of one padded batch.
+
+        Under a `tf.distribute` strategy every replica's loss is its own
+        rows' per-step mean, not divided by the number of replicas, so the
+        summed gradients are that many times the whole batch's. The prior
+        is added the same way: the rate form's value on every replica is
+        the whole batch's and its gradient is scaled by the number of
+        replicas (`hmkeras.cells.boundary_prior`), the binomial form's is
+        the replica's own per-step mean; either way its summed gradient
+        keeps the same weight against the NLL's as on one device.
+        """
         inputs, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
         if weights is None:
             weights = tf.ones(tf.shape(inputs)[:2])
@@ -82,6 +98,10 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         total = tf.reduce_sum(nll)
         loss = total / tf.maximum(tf.reduce_sum(weights), 1.0)
         penalty = sum(self.network.losses) if self.network.losses else 0.0
+        prior = self.handwriting_model.boundary_prior
+        if training and prior is not None:
+            # Padded steps (weight 0) count neither as steps nor as boundaries.
+            penalty += tf.cast(prior(rnn_outputs, mask=weights), loss.dtype)
         per_sequence = total / tf.cast(tf.shape(inputs)[0], tf.float32)
         return loss + penalty, per_sequence, rnn_outputs, weights
 

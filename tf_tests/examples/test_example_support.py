@@ -11,12 +11,14 @@ import pytest
 from example_modules import load_example
 
 load_example("ptb_char")  # examples/ on sys.path; char_lm_flags with its flags
+import boundary_prior_flags  # noqa: E402
 import char_lm_flags  # noqa: E402
 import command_line  # noqa: E402
 import run_directory  # noqa: E402
 
 
-@pytest.mark.parametrize("module", [command_line, run_directory, char_lm_flags],
+@pytest.mark.parametrize("module", [command_line, run_directory, char_lm_flags,
+                                    boundary_prior_flags],
                          ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

@@ -11,7 +11,8 @@ import pytest
 from example_modules import ROOT, example_settings, load_example
 
 iam_ondb = load_example("iam_ondb")
-import command_line  # noqa: E402 (examples/, on sys.path once an example is loaded)
+import boundary_prior_flags  # noqa: E402 (examples/, on sys.path once an example is loaded)
+import command_line  # noqa: E402
 
 
 def _settings(*args):
@@ -43,7 +44,20 @@ def test_tiny_run_resume_and_sampling(tmp_path):
         assert _is_png(os.path.join(out, name)), name
     assert os.listdir(os.path.join(out, "logs"))  # TensorBoard events
     assert os.path.exists(os.path.join(out, "checkpoints", "latest", "progress.json"))
+    # The default boundary prior, recorded with its resolved segment lengths.
+    assert (saved["boundary_prior"], saved["segment_lengths"]) == ("rate", [5.0, 15.0])
+    with open(os.path.join(out, "model_config.json")) as f:
+        assert json.load(f)["boundary_prior"] == "rate"
 
+    # A run written before the prior flags (settings.json and
+    # model_config.json without them) resumes as one with their defaults,
+    # as the character LM's runs do.
+    for name in ("settings.json", "model_config.json"):
+        with open(os.path.join(out, name)) as f:
+            old = json.load(f)
+        del old["boundary_prior"], old["segment_lengths"]
+        with open(os.path.join(out, name), "w") as f:
+            json.dump(old, f)
     # Rerunning with one more epoch resumes at epoch 1.
     again = iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--verbose=0",
                                    "--max_epochs=2"))
@@ -59,6 +73,8 @@ def test_tiny_run_resume_and_sampling(tmp_path):
     # A model flag that differs is refused there.
     with pytest.raises(iam_ondb.FlagError, match="--units"):
         iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--units=9"))
+    with pytest.raises(iam_ondb.FlagError, match="--boundary_prior rate -> none"):
+        iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--boundary_prior=none"))
 
     png = str(tmp_path / "drawn.png")
     npz = str(tmp_path / "drawn.npz")
@@ -107,6 +123,17 @@ def test_tiny_run_resume_and_sampling(tmp_path):
         iam_ondb.run(_settings("--tiny", f"--output_dir={char_run}"))
 
 
+def test_prior_flags_make_the_model_config():
+    settings = _settings("--segment_lengths=4,20", "--boundary_prior=binomial")
+    assert boundary_prior_flags.prior_arguments(settings) == dict(
+        boundary_prior="binomial", segment_lengths=[4.0, 20.0])
+    papers = _settings("--boundary_prior=none")
+    assert boundary_prior_flags.prior_arguments(papers) == dict(
+        boundary_prior=None, segment_lengths=None)
+    lstm = _settings("--cell=lstm")
+    assert (lstm["boundary_prior"], lstm["segment_lengths"]) == ("rate", None)
+
+
 def test_flag_errors(tmp_path):
     with pytest.raises(iam_ondb.FlagError, match="--manual_dir"):
         _settings("--dataset=iam_ondb")
@@ -137,3 +164,24 @@ def test_non_finite_loss_stops_before_a_checkpoint(tmp_path):
     assert "no checkpoint was saved before it" in message
     assert not os.path.exists(os.path.join(out, "checkpoints", "latest"))
     assert not os.path.exists(os.path.join(out, "results.json"))
+
+
+def test_line_batches_of_any_length_after_two_equal_ones():
+    """Batches padded to their own longest line: two first batches of one
+    length and a third of another train (a Keras PyDataset fixed the time
+    axis from its first two batches and refused the third)."""
+    import keras
+
+    import hmkeras
+    from hmkeras.models.handwriting_model import HandwritingModel
+
+    rng = np.random.default_rng(0)
+    lines = [rng.normal(size=(n, 3)).astype("float32") for n in (7, 5, 7, 6, 12, 4)]
+    batches = iam_ondb.line_batches(lines, 2)
+    assert len(batches) == 3
+    assert [x.shape[1] for x, _, _ in batches.as_numpy_iterator()] == [6, 6, 11]
+    trainer = hmkeras.HandwritingTrainer(
+        HandwritingModel(units=4, output_units=4, num_components=2, seed=0))
+    trainer.compile(keras.optimizers.Adam(0.01))
+    history = trainer.fit(batches, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])

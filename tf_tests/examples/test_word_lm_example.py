@@ -48,6 +48,12 @@ def test_tiny_runs_for_every_wrapper_and_resume(tmp_path):
     for wrapper in ("none", "average", "attention"):
         runs.append((wrapper, ["--tiny", f"--wrapper={wrapper}", "--verbose=0",
                                f"--output_dir={tmp_path / wrapper}"]))
+    # The HM-LSTM with its default prior (wrapped: the boundaries are read
+    # through the wrapper) and the papers' HM-LSTM.
+    runs.append(("hmlstm", ["--tiny", "--cell=hmlstm", "--wrapper=average", "--verbose=0",
+                            "--segment_lengths=4", f"--output_dir={tmp_path / 'hm'}"]))
+    runs.append(("hmlstm_papers", ["--tiny", "--cell=hmlstm", "--boundary_prior=none",
+                                   "--verbose=0", f"--output_dir={tmp_path / 'hm_papers'}"]))
     # Resuming the plain run for one more epoch.
     runs.append(("resumed", ["--tiny", "--wrapper=none", "--verbose=0", "--max_epochs=2",
                              f"--output_dir={tmp_path / 'none'}"]))
@@ -71,6 +77,14 @@ def test_tiny_runs_for_every_wrapper_and_resume(tmp_path):
         for name in ("vocabulary.json", "model_config.json", "settings.json"):
             assert (out / name).exists()
     assert "Resuming from" in stdout
+    hm, papers = results["hmlstm"], results["hmlstm_papers"]
+    assert (hm["boundary_prior"], hm["segment_lengths"]) == ("rate", [4.0])
+    assert (papers["boundary_prior"], papers["segment_lengths"]) == ("none", None)
+    for run in (hm, papers):
+        assert len(run["test_z_rates"]) == 1 and 0 <= run["test_z_rates"][0] <= 1
+    with open(tmp_path / "hm" / "model_config.json") as f:
+        assert json.load(f)["boundary_prior"] == "rate"
+    assert "boundary_prior" not in results["none"]  # the LSTM has no boundaries
     resumed = results["resumed"]
     assert resumed["epochs"] == 2 and len(resumed["history"]) == 2
     assert resumed["history"][0] == results["none"]["history"][0]

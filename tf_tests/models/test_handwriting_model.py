@@ -1,5 +1,6 @@
 """HandwritingModel, its trainer and its step export."""
 
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -84,3 +85,79 @@ def test_config_is_checked():
     assert (config.units, config.output_units, config.num_layers) == (400, 400, 3)
     with pytest.raises(ValueError, match="HandwritingModelConfig"):
         HandwritingModel(config="x")
+
+
+def _numpy_prior(form, z, weights, segment_lengths):
+    """Eq. (1) or (2) of hmkeras.cells.boundary_prior, in NumPy: `z`
+    `(batch, time, layers)`, padded steps (weight 0) left out."""
+    import math
+
+    z = z.astype(np.float64) * weights[..., None]
+    counts, steps = z.sum(axis=1), weights.sum(axis=1).astype(np.float64)
+    targets = 1.0 / np.asarray(segment_lengths, np.float64)
+    if form == "rate":
+        return 5.0 * np.sum((counts.sum(axis=0) / steps.sum() - targets) ** 2)
+    total = 0.0
+    for row in range(len(steps)):
+        n = steps[row]
+        for layer, p in enumerate(targets):
+            k = counts[row, layer]
+            log_choose = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+            total -= log_choose + k * math.log(p) + (n - k) * math.log1p(-p)
+    return total / steps.sum()
+
+
+@pytest.mark.parametrize("form", ["rate", "binomial", None])
+def test_training_loss_adds_the_masked_boundary_prior(form):
+    rng = np.random.default_rng(3)
+    lengths = None if form is None else [4.0, 9.0]
+    model = HandwritingModel(units=5, output_units=4, num_components=2, seed=4,
+                             boundary_prior=form, segment_lengths=lengths)
+    assert (model.boundary_prior is None) == (form is None)
+    x, y, w = pad_sequences(_lines(rng, [12, 3, 7]))
+    params, rnn_outputs, *_ = model.network([x, *model.zero_state(3)], training=True)
+    nll = keras.ops.convert_to_numpy(mixture_negative_log_likelihood(params, y))
+    expected = float((nll * w).sum() / w.sum())
+    z = keras.ops.convert_to_numpy(model.boundaries(rnn_outputs))
+    if form is not None:
+        prior = _numpy_prior(form, z, w, lengths)
+        # Padding must matter here, or the test could not see it ignored.
+        unmasked = _numpy_prior(form, z, np.ones_like(w), lengths)
+        assert prior > 1e-3 and abs(prior - unmasked) > 1e-3
+        expected += prior
+    trainer = HandwritingTrainer(model)
+    trainer.compile(keras.optimizers.SGD(0.0))  # no update: the loss of these weights
+    logs = trainer.train_on_batch(x, y, sample_weight=w, return_dict=True)
+    assert logs["loss"] == pytest.approx(expected, rel=1e-5)
+    # Evaluation leaves the prior out, as the char LM's does.
+    logs = trainer.evaluate(x, y, sample_weight=w, batch_size=3, verbose=0,
+                            return_dict=True)
+    assert logs["loss"] == pytest.approx(float((nll * w).sum() / w.sum()), rel=1e-5)
+
+
+def test_prior_fields_are_checked_and_saved():
+    config = HandwritingModelConfig(units=8, segment_lengths=np.array([4, 12]))
+    assert config.boundary_prior == "rate" and config.segment_lengths == [4.0, 12.0]
+    assert HandwritingModelConfig.from_json(config.to_json()) == config
+    papers = HandwritingModelConfig(units=8, boundary_prior=None)
+    assert HandwritingModelConfig.from_json(papers.to_json()).boundary_prior is None
+    binomial = HandwritingModelConfig(boundary_prior="binomial")
+    assert HandwritingModelConfig.from_json(binomial.to_json()) == binomial
+    # A configuration saved before the prior existed reads with the default.
+    old = json.loads(config.to_json())
+    del old["boundary_prior"], old["segment_lengths"]
+    assert HandwritingModelConfig.from_json(json.dumps(old)).boundary_prior == "rate"
+    with pytest.raises(ValueError, match="boundary_prior"):
+        HandwritingModelConfig(boundary_prior="poisson")
+    with pytest.raises(ValueError, match="segment_lengths"):
+        HandwritingModelConfig(segment_lengths=[5, 15, 45])  # 3 layers: 2 values
+    with pytest.raises(ValueError, match="segment_lengths"):
+        HandwritingModelConfig(segment_lengths=[5, 1])
+    with pytest.raises(ValueError, match="segment_lengths.*boundary_prior=None"):
+        HandwritingModelConfig(boundary_prior=None, segment_lengths=[5, 15])
+    with pytest.raises(ValueError, match="segment_lengths.*cell='lstm'"):
+        HandwritingModelConfig(cell="lstm", segment_lengths=[5, 15])
+    with pytest.raises(ValueError, match="boundary_prior"):
+        HandwritingModelConfig(cell="lstm", boundary_prior="poisson")
+    assert HandwritingModel(cell="lstm", units=4, output_units=4,
+                            num_components=2).boundary_prior is None

@@ -128,3 +128,116 @@ def test_config_errors_name_the_field():
     assert WordLanguageModelConfig.from_json(config.to_json()) == config
     with pytest.raises(ValueError, match="either"):
         WordLanguageModel(config, units=4)
+
+
+def _padded_sentences():
+    """Sentence rows as `SentenceBatches` makes them: `<eos>` first, then
+    words, then padding (id 0, weight 0)."""
+    x = np.array([[1, 5, 6, 7, 8, 9, 4, 3], [1, 4, 0, 0, 0, 0, 0, 0],
+                  [1, 7, 3, 0, 0, 0, 0, 0]], "int32")
+    y = np.where(x > 0, np.roll(x, -1, axis=1), 0).astype("int32")
+    y[:, -1] = np.where(x[:, -1] > 0, 1, 0)
+    return x, y, (x > 0).astype("float32")
+
+
+def _training_loss(lm, x, y, w):
+    """The loss of Keras' `fit` on one batch (ptb_word.py's compile), no update."""
+    lm.network.compile(keras.optimizers.SGD(0.0), loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="mean_with_sample_weight"))
+    return lm.network.train_on_batch(x, y, sample_weight=w, return_dict=True)["loss"]
+
+
+@pytest.mark.parametrize("wrapper,sequence_layer,form", [
+    ("none", True, "rate"), ("none", False, "binomial"), ("average", True, "rate"),
+    ("attention", False, "rate")])
+def test_hmlstm_training_loss_adds_the_masked_prior(wrapper, sequence_layer, form):
+    x, y, w = _padded_sentences()
+    kwargs = dict(vocab_size=VOCAB, cell="hmlstm", units=6, wrapper=wrapper, memory_size=4,
+                  dropout=0.0, seed=3, sequence_layer=sequence_layer)
+    papers = WordLanguageModel(boundary_prior=None, **kwargs)
+    lm = WordLanguageModel(boundary_prior=form, segment_lengths=[3.0], **kwargs)
+    assert papers.boundary_prior is None and lm.boundary_prior.form == form
+    # The prior adds no weight and changes no output: the same model.
+    assert [v.shape for v in lm.network.weights] == [v.shape for v in papers.network.weights]
+    lm.network.set_weights(papers.network.get_weights())
+    np.testing.assert_array_equal(np.asarray(lm.network(x)), np.asarray(papers.network(x)))
+    # Without the prior the training loss is the weighted cross entropy alone.
+    logits = np.asarray(papers.network(x, training=True), np.float64)
+    nll = -np.take_along_axis(_log_softmax(logits), y[..., None], axis=-1)[..., 0]
+    assert _training_loss(papers, x, y, w) == pytest.approx((nll * w).sum() / w.sum(),
+                                                            rel=1e-5)
+    # With it, the loss grows by the prior on the real tokens' boundaries.
+    z = np.asarray(lm.boundary_network(x), np.float64)[..., 0] * w
+    counts, steps = z.sum(axis=1), w.sum(axis=1)
+    if form == "rate":  # Eq. (1), weight 5
+        prior = 5.0 * (counts.sum() / steps.sum() - 1 / 3) ** 2
+        unmasked = 5.0 * (np.asarray(lm.boundary_network(x)).mean() - 1 / 3) ** 2
+        assert abs(prior - unmasked) > 1e-3  # the padding matters here
+    else:  # Eq. (2), weight 1
+        prior = -sum(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                     + k * math.log(1 / 3) + (n - k) * math.log(2 / 3)
+                     for k, n in zip(counts, steps)) / steps.sum()
+    assert prior > 1e-3
+    difference = _training_loss(lm, x, y, w) - _training_loss(papers, x, y, w)
+    assert difference == pytest.approx(prior, rel=1e-4, abs=1e-6)
+    # Only while training: inference and evaluation leave it out.
+    lm.network(x)
+    assert sentence_perplexity(lm, _Batches(x, y, w))["nll_per_token"] == pytest.approx(
+        sentence_perplexity(papers, _Batches(x, y, w))["nll_per_token"], rel=1e-6)
+
+
+class _Batches:
+    """One batch, as `sentence_perplexity` reads a `SentenceBatches`."""
+
+    def __init__(self, x, y, w):
+        self.batch, self.num_targets = (x, y, w), float(w.sum())
+
+    def dataset(self):
+        return [self.batch]
+
+
+def test_boundary_rates_count_the_real_tokens():
+    from hmkeras.models.word_language_model import sentence_boundary_rates
+
+    x, y, w = _padded_sentences()
+    lm = WordLanguageModel(vocab_size=VOCAB, cell="hmlstm", units=6, dropout=0.0, seed=3)
+    z = np.asarray(lm.boundary_network(x))[..., 0]
+    assert sentence_boundary_rates(lm, _Batches(x, y, w)) == pytest.approx(
+        [(z * w).sum() / w.sum()])
+    with pytest.raises(ValueError, match="cell='hmlstm'"):
+        sentence_boundary_rates(WordLanguageModel(vocab_size=VOCAB, units=4),
+                                _Batches(x, y, w))
+
+
+def test_prior_fields_are_checked_and_saved():
+    config = WordLanguageModelConfig(vocab_size=VOCAB, cell="hmlstm", segment_lengths=[4])
+    assert (config.boundary_prior, config.segment_lengths) == ("rate", [4.0])
+    assert WordLanguageModelConfig.from_json(config.to_json()) == config
+    papers = WordLanguageModelConfig(vocab_size=VOCAB, cell="hmlstm", boundary_prior=None)
+    assert WordLanguageModelConfig.from_json(papers.to_json()) == papers
+    assert WordLanguageModel(vocab_size=VOCAB, units=4).boundary_prior is None
+    assert WordLanguageModel(papers, ).boundary_prior is None
+    for kwargs, match in (
+            (dict(cell="hmlstm", boundary_prior="poisson"), "boundary_prior"),
+            (dict(cell="hmlstm", segment_lengths=[5, 15]), "segment_lengths"),
+            (dict(cell="hmlstm", segment_lengths=[0.5]), "segment_lengths"),
+            (dict(cell="hmlstm", boundary_prior=None, segment_lengths=[5]),
+             "segment_lengths.*boundary_prior=None"),
+            (dict(cell="lstm", segment_lengths=[5]), "segment_lengths.*cell='lstm'"),
+            (dict(cell="mlstm", boundary_prior="poisson"), "boundary_prior")):
+        with pytest.raises(ValueError, match=match):
+            WordLanguageModelConfig(vocab_size=VOCAB, **kwargs)
+
+
+def test_hmlstm_network_with_the_prior_saves_and_loads(tmp_path):
+    x, _, _ = _padded_sentences()
+    lm = WordLanguageModel(vocab_size=VOCAB, cell="hmlstm", units=6, wrapper="average",
+                           dropout=0.0, seed=3, segment_lengths=[3.0])
+    path = str(tmp_path / "word_lm.keras")
+    lm.network.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(np.asarray(loaded(x)), np.asarray(lm.network(x)), atol=1e-6)
+    lm.network(x, training=True)
+    loaded(x, training=True)
+    assert len(loaded.losses) == len(lm.network.losses) == 1
+    assert float(loaded.losses[0]) == pytest.approx(float(lm.network.losses[0]))

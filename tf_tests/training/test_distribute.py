@@ -174,6 +174,38 @@ def train_carried(strategy, carry):
 out["carried"] = {"default": train_carried(default, True),
                   "mirrored": train_carried(mirrored, True),
                   "windows": train_carried(default, False)}
+
+
+def handwriting_update(strategy, prior):
+    # One SGD step of HandwritingTrainer on 4 padded lines; each replica
+    # gets two rows with 8 + 5 real steps.
+    from hmkeras.models.handwriting_model import HandwritingModel, pad_sequences
+
+    rng = np.random.default_rng(2)
+    lines = [rng.normal(size=(n, 3)).astype("float32") for n in (9, 6, 9, 6)]
+    for line in lines:
+        line[:, 2] = line[:, 2] > 0.8
+    x, y, w = pad_sequences(lines)
+    path = os.path.join(weights_dir, "handwriting.weights.h5")
+    with strategy.scope():
+        model = HandwritingModel(units=5, output_units=4, num_components=2, seed=4,
+                                 boundary_prior=prior)
+        if os.path.exists(path):
+            model.network.load_weights(path)
+        else:
+            model.network.save_weights(path)
+        before = [v.numpy() for v in model.network.trainable_weights]
+        trainer = hmkeras.HandwritingTrainer(model)
+        trainer.compile(keras.optimizers.SGD(0.1))
+    trainer.fit(tf.data.Dataset.from_tensor_slices((x, y, w)).batch(4), epochs=1,
+                verbose=0, shuffle=False)
+    return [(v.numpy() - b).tolist()
+            for v, b in zip(model.network.trainable_weights, before)]
+
+
+out["handwriting"] = {str(prior): {"default": handwriting_update(default, prior),
+                                   "mirrored": handwriting_update(mirrored, prior)}
+                      for prior in (None, "rate", "binomial")}
 print("REPORT " + json.dumps(out))
 """
 
@@ -201,6 +233,23 @@ def test_mirrored_training_equals_the_default_strategy(report, cell):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
     # Adam moved every weight: the comparison is not between untrained models.
     assert all(mirrored["changed"])
+
+
+@pytest.mark.parametrize("prior", ["None", "rate", "binomial"])
+def test_handwriting_prior_scales_with_the_replicas_as_the_nll(report, prior):
+    """`HandwritingTrainer`'s loss is every replica's own per-step mean, not
+    divided by the replicas: over two replicas (equal real steps) the summed
+    gradient, so the SGD step, is twice one device's. The boundary prior
+    must scale alike (the rate form's whole-batch value and its gradient
+    scaled by the replicas), or it would weigh differently against the NLL."""
+    runs = report["handwriting"][prior]
+    for single, mirrored in zip(runs["default"], runs["mirrored"]):
+        single = np.asarray(single)
+        np.testing.assert_allclose(mirrored, 2 * single, rtol=1e-3,
+                                   atol=1e-3 * np.abs(single).max() + 1e-9)
+    # The prior changes the step (its gradient is there).
+    if prior != "None":
+        assert not np.allclose(runs["default"][0], report["handwriting"]["None"]["default"][0])
 
 
 def test_boundary_monitor_and_slope_annealing_on_every_replica(report):
