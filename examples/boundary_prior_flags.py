@@ -25,10 +25,11 @@ def _lengths_ok(values):
         return False
 
 
-def define_flags(flags, unit):
-    """Defines --boundary_prior and --segment_lengths (`unit`: what one step
-    is, e.g. "characters") in the flags of `flags`, an `absl.flags` module."""
-    flags.DEFINE_enum("boundary_prior", "rate", list(FORMS),
+def define_flags(flags, unit, default="rate"):
+    """Defines --boundary_prior (default `default`) and --segment_lengths
+    (`unit`: what one step is, e.g. "characters") in the flags of `flags`,
+    an `absl.flags` module."""
+    flags.DEFINE_enum("boundary_prior", default, list(FORMS),
                       "Boundary prior of the HM cells (hmkeras.BoundaryPrior, an "
                       "extension): rate, binomial, or none for the papers' model.")
     flags.DEFINE_list("segment_lengths", None, "The prior's expected segment length of "
@@ -89,8 +90,8 @@ def prior_arguments(s):
 
 def old_run_defaults(flag_values):
     """`{name: default}` of the prior flags, for a `settings.json` written
-    before they existed: such a run resumes as one with the defaults (the
-    rate prior), as the character LM's runs do."""
+    before they existed: such a run resumes as one with the script's
+    defaults."""
     return {name: flag_values[name].default for name in NAMES}
 
 

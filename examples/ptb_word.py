@@ -15,15 +15,15 @@ cut / padded to `--seq_len` (35) tokens, with ``<eos>`` as first input and
 last target; batches of `--batch_size` (32) consecutive sentences; the RNN
 state starts from zeros in every batch.
 
-With `--cell=hmlstm` the HM-LSTM's boundaries get the boundary prior
-(`--boundary_prior=rate`, the default, or `binomial`; `--boundary_prior=none`
-for the papers' model; `--segment_lengths` in words, default 5), on the real
-words only (never the padding), and results.json records the prior and the
-test set's boundary rates (`test_z_rates`). Measured on the embedded corpus
-with this script's SGD (learning rate 1.0), the prior drives z^1 to 0 in
-the first epoch and the perplexity ends 2.3 times the papers' model's
-(docs/results.md, "The HM-LSTM word LM and the boundary prior"):
-`--boundary_prior=none` trains the papers' HM-LSTM.
+With `--cell=hmlstm` the script trains the papers' HM-LSTM
+(`--boundary_prior=none`, the default here); `--boundary_prior=rate` or
+`binomial` adds the boundary prior (`--segment_lengths` in words, default
+5) on the real words only (never the padding). results.json records the
+prior and the test set's boundary rates (`test_z_rates`). The prior is off
+by default because, measured on the embedded corpus with this script's SGD
+(learning rate 1.0), it drives z^1 to 0 in the first epoch and the
+perplexity ends 2.3 times the papers' model's (docs/results.md, "The
+HM-LSTM word LM and the boundary prior").
 
 `--cell=rrnet` is the recurrent-recursive language model of Jacob et al.
 (2018), Sec. 3.3 (`hmkeras.models.rrnet_language_model`): one layer of 350
@@ -164,7 +164,7 @@ flags.DEFINE_integer("memory_size", 35, "--wrapper=attention: past states attend
                      lower_bound=1)
 flags.DEFINE_enum("attention_score", "single", list(SCORES), "--wrapper=attention: "
                   "score function.")
-boundary_prior_flags.define_flags(flags, "words")
+boundary_prior_flags.define_flags(flags, "words", default="none")  # see WordLanguageModelConfig
 flags.DEFINE_float("dropout", 0.5, "Dropout on the non-recurrent connections.")
 flags.DEFINE_float("init_scale", 0.05, "Uniform initialization range.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
@@ -349,7 +349,7 @@ def shown_sentence(s, sentences):
 def run(s):
     """The whole job; returns the results dict (also in results.json)."""
     # A settings.json older than the prior flags resumes with their
-    # defaults (the rate prior for --cell=hmlstm), as the character LM's runs do.
+    # defaults (the papers' model, as it was trained).
     prepare_output_dir(s, "word_lm", MODEL_FLAGS,
                        defaults=boundary_prior_flags.old_run_defaults(FLAGS))
     started = time.time()

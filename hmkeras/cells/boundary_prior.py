@@ -175,7 +175,8 @@ def check_prior_fields(config, hierarchical_cells):
         if prior is not None and config.segment_lengths is not None:
             config.segment_lengths = list(prior.segment_lengths)
         return
-    argument_checks.check_choice("boundary_prior", config.boundary_prior, FORMS + (None,))
+    if config.boundary_prior is not None:
+        argument_checks.check_choice("boundary_prior", config.boundary_prior, FORMS + (None,))
     if config.segment_lengths is not None:
         raise ValueError(
             "`segment_lengths` applies to the hierarchical cells "

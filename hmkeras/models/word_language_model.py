@@ -32,8 +32,8 @@ averaging, Sections 5-6):
 * initialisation as in Section 6.1: weights uniform in
   [-`init_scale`, `init_scale`] (0.05), biases 0, LSTM forget-gate biases 1;
 * for ``"hmlstm"``, a boundary prior (`boundary_prior`, `segment_lengths`:
-  a `hmkeras.BoundaryPrior`, an extension beyond the papers, on by default;
-  None gives the papers' HM-LSTM): while training, `network` adds its loss
+  a `hmkeras.BoundaryPrior`, an extension beyond the papers, off by
+  default: None gives the papers' HM-LSTM): while training, `network` adds its loss
   on the boundaries z^1 .. z^{L-1} of the real tokens, and Keras' `fit`
   adds it to the training loss (`network.losses`). The padding (token id
   0, `hmkeras.data.WordVocabulary`'s ``<pad>``) counts neither as steps nor
@@ -43,9 +43,11 @@ averaging, Sections 5-6):
   beside its own (`return_cell_output=True`; the weights and the logits are
   unchanged): the prior works with every wrapper, so it is neither refused
   nor silently dropped when a wrapper is chosen, and the default
-  configuration means the same with every wrapper. With Salton & Kelleher's
-  SGD (learning rate 1.0) the prior was measured to collapse the
-  boundaries (docs/results.md); None is the safe choice there for now.
+  configuration means the same with every wrapper. It is off by default
+  because with Salton & Kelleher's SGD (learning rate 1.0) the rate prior
+  was measured to collapse z^1 to 0 within ten steps (a saturated detector
+  gets no straight-through gradient again) and to more than double the
+  test perplexity (docs/results.md).
 
 The RNN starts from a zero state in every call (the paper resets the state
 at every mini-batch, and every row is one sentence), so `network` maps
@@ -124,8 +126,8 @@ class WordLanguageModelConfig(JsonConfig):
         init_scale: Weights are uniform in [-init_scale, init_scale].
         boundary_prior: For ``"hmlstm"``: the form of the
             `hmkeras.BoundaryPrior` added to the training loss, ``"rate"``
-            (default) or ``"binomial"``; None for the papers' model (no
-            prior). Checked as in `CharLanguageModelConfig`; unused by the
+            or ``"binomial"``; None (default) for the papers' model (no
+            prior; see the module docstring for why it is the default). Checked as in `CharLanguageModelConfig`; unused by the
             other cells.
         segment_lengths: The prior's expected segment length per boundary
             layer, in words (None: the defaults, ``(5,)`` for two layers);
@@ -147,7 +149,7 @@ class WordLanguageModelConfig(JsonConfig):
     attention_score: str = "single"
     dropout: float = 0.5
     init_scale: float = 0.05
-    boundary_prior: str = "rate"
+    boundary_prior: str = None
     segment_lengths: list = None
     seed: int = None
     sequence_layer: bool = True
@@ -192,7 +194,7 @@ class WordLanguageModel:
         features: tokens -> the vectors the tied softmax reads, after
             dropout and projection.
         boundary_prior: The `hmkeras.BoundaryPrior` whose loss `network`
-            adds while training (``"hmlstm"``; on by default), or None
+            adds while training (``"hmlstm"``; off by default), or None
             (the papers' model; always None for the other cells).
         boundary_network: For ``"hmlstm"``, tokens -> the boundaries
             ``(batch, time, num_layers - 1)`` of the HM-LSTM; else None.

@@ -59,6 +59,8 @@ CASES = [
      ["--segment_lengths needs one length per boundary layer", "--num_layers - 1 = 2"]),
     ("examples/iam_ondb.py", ["--boundary_prior=none", "--segment_lengths=5,15"],
      ["--segment_lengths needs a boundary prior"]),
+    ("examples/iam_ondb.py", ["--segment_lengths=5,15"],  # the default: no prior
+     ["--segment_lengths needs a boundary prior"]),
     ("examples/iam_ondb.py", ["--cell=lstm", "--boundary_prior=binomial"],
      ["--boundary_prior applies to the hierarchical cells (hmlstm) only", "--cell=lstm"]),
     ("examples/iam_ondb.py", ["--cell=lstm", "--segment_lengths=5,15"],

@@ -44,14 +44,14 @@ def test_tiny_run_resume_and_sampling(tmp_path):
         assert _is_png(os.path.join(out, name)), name
     assert os.listdir(os.path.join(out, "logs"))  # TensorBoard events
     assert os.path.exists(os.path.join(out, "checkpoints", "latest", "progress.json"))
-    # The default boundary prior, recorded with its resolved segment lengths.
-    assert (saved["boundary_prior"], saved["segment_lengths"]) == ("rate", [5.0, 15.0])
+    # The default: the papers' model, recorded as such.
+    assert (saved["boundary_prior"], saved["segment_lengths"]) == ("none", None)
     with open(os.path.join(out, "model_config.json")) as f:
-        assert json.load(f)["boundary_prior"] == "rate"
+        assert json.load(f)["boundary_prior"] is None
 
     # A run written before the prior flags (settings.json and
     # model_config.json without them) resumes as one with their defaults,
-    # as the character LM's runs do.
+    # the papers' model it was trained as.
     for name in ("settings.json", "model_config.json"):
         with open(os.path.join(out, name)) as f:
             old = json.load(f)
@@ -73,8 +73,8 @@ def test_tiny_run_resume_and_sampling(tmp_path):
     # A model flag that differs is refused there.
     with pytest.raises(iam_ondb.FlagError, match="--units"):
         iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--units=9"))
-    with pytest.raises(iam_ondb.FlagError, match="--boundary_prior rate -> none"):
-        iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--boundary_prior=none"))
+    with pytest.raises(iam_ondb.FlagError, match="--boundary_prior none -> rate"):
+        iam_ondb.run(_settings("--tiny", f"--output_dir={out}", "--boundary_prior=rate"))
 
     png = str(tmp_path / "drawn.png")
     npz = str(tmp_path / "drawn.npz")
@@ -131,7 +131,9 @@ def test_prior_flags_make_the_model_config():
     assert boundary_prior_flags.prior_arguments(papers) == dict(
         boundary_prior=None, segment_lengths=None)
     lstm = _settings("--cell=lstm")
-    assert (lstm["boundary_prior"], lstm["segment_lengths"]) == ("rate", None)
+    assert (lstm["boundary_prior"], lstm["segment_lengths"]) == ("none", None)
+    assert boundary_prior_flags.prior_arguments(_settings()) == dict(
+        boundary_prior=None, segment_lengths=None)  # the default: the papers' model
 
 
 def test_flag_errors(tmp_path):

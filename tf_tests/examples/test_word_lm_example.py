@@ -48,11 +48,12 @@ def test_tiny_runs_for_every_wrapper_and_resume(tmp_path):
     for wrapper in ("none", "average", "attention"):
         runs.append((wrapper, ["--tiny", f"--wrapper={wrapper}", "--verbose=0",
                                f"--output_dir={tmp_path / wrapper}"]))
-    # The HM-LSTM with its default prior (wrapped: the boundaries are read
-    # through the wrapper) and the papers' HM-LSTM.
+    # The HM-LSTM with the prior (wrapped: the boundaries are read through
+    # the wrapper) and the papers' HM-LSTM (the default).
     runs.append(("hmlstm", ["--tiny", "--cell=hmlstm", "--wrapper=average", "--verbose=0",
-                            "--segment_lengths=4", f"--output_dir={tmp_path / 'hm'}"]))
-    runs.append(("hmlstm_papers", ["--tiny", "--cell=hmlstm", "--boundary_prior=none",
+                            "--boundary_prior=rate", "--segment_lengths=4",
+                            f"--output_dir={tmp_path / 'hm'}"]))
+    runs.append(("hmlstm_papers", ["--tiny", "--cell=hmlstm",
                                    "--verbose=0", f"--output_dir={tmp_path / 'hm_papers'}"]))
     # Resuming the plain run for one more epoch.
     runs.append(("resumed", ["--tiny", "--wrapper=none", "--verbose=0", "--max_epochs=2",

@@ -136,23 +136,30 @@ def test_training_loss_adds_the_masked_boundary_prior(form):
 
 
 def test_prior_fields_are_checked_and_saved():
-    config = HandwritingModelConfig(units=8, segment_lengths=np.array([4, 12]))
+    # The papers' model by default (the prior costs log-likelihood here).
+    assert HandwritingModelConfig(units=8).boundary_prior is None
+    assert HandwritingModel(units=4, output_units=4, num_components=2).boundary_prior is None
+    config = HandwritingModelConfig(units=8, boundary_prior="rate",
+                                    segment_lengths=np.array([4, 12]))
     assert config.boundary_prior == "rate" and config.segment_lengths == [4.0, 12.0]
     assert HandwritingModelConfig.from_json(config.to_json()) == config
     papers = HandwritingModelConfig(units=8, boundary_prior=None)
     assert HandwritingModelConfig.from_json(papers.to_json()).boundary_prior is None
     binomial = HandwritingModelConfig(boundary_prior="binomial")
     assert HandwritingModelConfig.from_json(binomial.to_json()) == binomial
-    # A configuration saved before the prior existed reads with the default.
+    # A configuration saved before the prior existed reads as the papers'
+    # model, which it was trained as.
     old = json.loads(config.to_json())
     del old["boundary_prior"], old["segment_lengths"]
-    assert HandwritingModelConfig.from_json(json.dumps(old)).boundary_prior == "rate"
+    assert HandwritingModelConfig.from_json(json.dumps(old)).boundary_prior is None
     with pytest.raises(ValueError, match="boundary_prior"):
         HandwritingModelConfig(boundary_prior="poisson")
     with pytest.raises(ValueError, match="segment_lengths"):
-        HandwritingModelConfig(segment_lengths=[5, 15, 45])  # 3 layers: 2 values
+        HandwritingModelConfig(boundary_prior="rate", segment_lengths=[5, 15, 45])
     with pytest.raises(ValueError, match="segment_lengths"):
-        HandwritingModelConfig(segment_lengths=[5, 1])
+        HandwritingModelConfig(boundary_prior="rate", segment_lengths=[5, 1])
+    with pytest.raises(ValueError, match="segment_lengths.*boundary_prior=None"):
+        HandwritingModelConfig(segment_lengths=[5, 15])  # the default has no prior
     with pytest.raises(ValueError, match="segment_lengths.*boundary_prior=None"):
         HandwritingModelConfig(boundary_prior=None, segment_lengths=[5, 15])
     with pytest.raises(ValueError, match="segment_lengths.*cell='lstm'"):

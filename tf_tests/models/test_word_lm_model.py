@@ -210,7 +210,10 @@ def test_boundary_rates_count_the_real_tokens():
 
 
 def test_prior_fields_are_checked_and_saved():
-    config = WordLanguageModelConfig(vocab_size=VOCAB, cell="hmlstm", segment_lengths=[4])
+    # The papers' HM-LSTM by default (the prior collapses it under SGD).
+    assert WordLanguageModelConfig(vocab_size=VOCAB, cell="hmlstm").boundary_prior is None
+    config = WordLanguageModelConfig(vocab_size=VOCAB, cell="hmlstm", boundary_prior="rate",
+                                     segment_lengths=[4])
     assert (config.boundary_prior, config.segment_lengths) == ("rate", [4.0])
     assert WordLanguageModelConfig.from_json(config.to_json()) == config
     papers = WordLanguageModelConfig(vocab_size=VOCAB, cell="hmlstm", boundary_prior=None)
@@ -219,8 +222,11 @@ def test_prior_fields_are_checked_and_saved():
     assert WordLanguageModel(papers, ).boundary_prior is None
     for kwargs, match in (
             (dict(cell="hmlstm", boundary_prior="poisson"), "boundary_prior"),
-            (dict(cell="hmlstm", segment_lengths=[5, 15]), "segment_lengths"),
-            (dict(cell="hmlstm", segment_lengths=[0.5]), "segment_lengths"),
+            (dict(cell="hmlstm", boundary_prior="rate", segment_lengths=[5, 15]),
+             "segment_lengths"),
+            (dict(cell="hmlstm", boundary_prior="rate", segment_lengths=[0.5]),
+             "segment_lengths"),
+            (dict(cell="hmlstm", segment_lengths=[5]), "segment_lengths.*boundary_prior=None"),
             (dict(cell="hmlstm", boundary_prior=None, segment_lengths=[5]),
              "segment_lengths.*boundary_prior=None"),
             (dict(cell="lstm", segment_lengths=[5]), "segment_lengths.*cell='lstm'"),
@@ -232,7 +238,8 @@ def test_prior_fields_are_checked_and_saved():
 def test_hmlstm_network_with_the_prior_saves_and_loads(tmp_path):
     x, _, _ = _padded_sentences()
     lm = WordLanguageModel(vocab_size=VOCAB, cell="hmlstm", units=6, wrapper="average",
-                           dropout=0.0, seed=3, segment_lengths=[3.0])
+                           dropout=0.0, seed=3, boundary_prior="rate",
+                           segment_lengths=[3.0])
     path = str(tmp_path / "word_lm.keras")
     lm.network.save(path)
     loaded = keras.saving.load_model(path)
