@@ -31,7 +31,9 @@ units (`--num_layers` must be 1, no wrapper), a stack of `--max_depth` slots,
 the tree policy trained by REINFORCE with ``log p(next word)`` as the
 reward (returns discounted by `--reward_discount`), a learned baseline and
 an entropy bonus (`--entropy_weight`); perplexity with greedy trees, and the
-tree of one validation sentence printed and saved in results.json.
+tree of one validation sentence printed and saved in results.json. One
+operation per word by default; `--operations_per_token=3` lets the policy
+split and merge up to twice between words (the paper's operations).
 
 Presets, by `--dataset` (flags given on the command line win):
 
@@ -155,6 +157,10 @@ flags.DEFINE_integer("units", 650, "Units of every recurrent layer.", lower_boun
 flags.DEFINE_integer("num_layers", 2, "Recurrent layers.", lower_bound=1)
 flags.DEFINE_integer("embedding_dim", 0, "Tied embedding size (0: --units).",
                      lower_bound=0)
+flags.DEFINE_integer("operations_per_token", 1, "--cell=rrnet: the most operations "
+                     "per word (1: each consumes its word; n > 1: up to n - 1 splits "
+                     "and merges between words, then the recur that reads it).",
+                     lower_bound=1)
 flags.DEFINE_integer("max_depth", 10, "--cell=rrnet: stack slots (deepest nesting).",
                      lower_bound=1)
 flags.DEFINE_float("reward_discount", 0.9, "--cell=rrnet: discount of the REINFORCE "
@@ -211,7 +217,7 @@ MODEL_FLAGS = (
     "embedded_test_tokens", "seed", "cell", "wrapper", "units", "num_layers",
     "embedding_dim", "memory_size", "attention_score", "dropout", "init_scale",
     "batch_size", "seq_len", "max_depth", "reward_discount", "entropy_weight",
-    "boundary_prior", "segment_lengths",
+    "boundary_prior", "segment_lengths", "operations_per_token",
 )
 
 
@@ -221,7 +227,8 @@ ONLY_WITH = (
     ("dataset", "embedded", ("embedded_train_tokens", "embedded_valid_tokens",
                              "embedded_test_tokens")),
     ("wrapper", "attention", ("memory_size", "attention_score")),
-    ("cell", "rrnet", ("max_depth", "reward_discount", "entropy_weight")),
+    ("cell", "rrnet", ("max_depth", "reward_discount", "entropy_weight",
+                       "operations_per_token")),
 )
 
 
@@ -301,6 +308,7 @@ def make_model(s, vocab_size):
     if s["cell"] == "rrnet":
         return RecurrentRecursiveLanguageModel(RecurrentRecursiveLanguageModelConfig(
             vocab_size=vocab_size, max_depth=s["max_depth"],
+            operations_per_token=s["operations_per_token"],
             entropy_weight=s["entropy_weight"], reward_discount=s["reward_discount"],
             **common))
     return WordLanguageModel(WordLanguageModelConfig(
@@ -348,10 +356,11 @@ def shown_sentence(s, sentences):
 
 def run(s):
     """The whole job; returns the results dict (also in results.json)."""
-    # A settings.json older than the prior flags resumes with their
-    # defaults (the papers' model, as it was trained).
+    # A settings.json older than the prior flags or --operations_per_token
+    # resumes with their defaults (the model it was trained as).
     prepare_output_dir(s, "word_lm", MODEL_FLAGS,
-                       defaults=boundary_prior_flags.old_run_defaults(FLAGS))
+                       defaults={**boundary_prior_flags.old_run_defaults(FLAGS),
+                                 "operations_per_token": 1})
     started = time.time()
     sentences, info = load_sentences(s)
     import tensorflow as tf

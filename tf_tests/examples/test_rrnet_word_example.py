@@ -48,7 +48,9 @@ def test_rrnet_tiny_run_resume_and_flags(tmp_path):
     ]
     tiny = ["--cell=rrnet", "--tiny", "--verbose=0", "--max_depth=4",
             f"--output_dir={out}"]
-    runs = [("tiny", tiny), ("resumed", tiny + ["--max_epochs=2"])]
+    between = ["--cell=rrnet", "--tiny", "--verbose=0", "--max_depth=4",
+               "--operations_per_token=3", f"--output_dir={tmp_path / 'between'}"]
+    runs = [("tiny", tiny), ("resumed", tiny + ["--max_epochs=2"]), ("between", between)]
     code = _DRIVER.format(examples=os.path.join(ROOT, "examples"), script=SCRIPT,
                           settings=settings, runs=runs)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -82,3 +84,11 @@ def test_rrnet_tiny_run_resume_and_flags(tmp_path):
     assert tree.startswith("<eos>") or tree.startswith("[<eos>")
     assert tree.count("]") <= tree.count("[")
     assert "Resuming from" in done.stdout
+    # Splits and merges between words: the configuration records it, and a
+    # tree still open after the last word closes there.
+    with open(tmp_path / "between" / "model_config.json") as f:
+        assert json.load(f)["operations_per_token"] == 3
+    with open(tmp_path / "between" / "results.json") as f:
+        tree = json.load(f)["tree"]
+    assert tree.count("]") == tree.count("[")
+    assert results["between"]["test"]["perplexity"] > results["between"]["entropy_rate_perplexity"]
