@@ -14,11 +14,11 @@ operations: split at "(", merge at ")", recur otherwise; the policy trained
 on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with a
 learned baseline and an entropy bonus; reward: correctness of the value,
 `--reward=likelihood` for minus the decoder's loss; greedy trees at test
-time) and `rrnet_random` (a random but fixed operation per symbol). With
-`--encoder=rrnet_reinforce --operations_per_token=3` the policy splits and
-merges between tokens, at most twice before each token, and only recur
-reads a token (the paper's operations); by default every operation
-consumes its token.
+time) and `rrnet_random` (a random but fixed operation per symbol). The
+REINFORCE policy splits and merges between tokens, at most twice before
+each token, and only recur reads a token (the paper's operations;
+`--operations_per_token=3`, its default, chosen by measurement);
+`--operations_per_token=1` makes every operation consume its token.
 
 The data come from `hmkeras.data.mee.generate_expressions` (plain Python,
 deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
@@ -86,10 +86,11 @@ flags.DEFINE_float("policy_weight", 0.01, "Weight of the policy loss (it reaches
 flags.DEFINE_float("entropy_weight", 1e-4, "REINFORCE entropy bonus.", lower_bound=0)
 flags.DEFINE_float("recur_bias", 0.0, "Initial bias of the RRNet policy's recur logit "
                    "(0: a uniform policy; 3: recur with probability 0.91).")
-flags.DEFINE_integer("operations_per_token", 1, "rrnet_reinforce: the most operations "
-                     "per token (1: each consumes its token; n > 1: the paper's "
-                     "splits and merges between tokens, at most n - 1, then the "
-                     "recur that reads the token).", lower_bound=1)
+flags.DEFINE_integer("operations_per_token", None, "The most operations per token "
+                     "(1: each consumes its token; n > 1, rrnet_reinforce only: the "
+                     "paper's splits and merges between tokens, at most n - 1, then "
+                     "the recur that reads the token). Default: 3 for rrnet_reinforce, "
+                     "1 for the others.", lower_bound=1)
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
@@ -123,7 +124,8 @@ def resolve_settings(flag_values):
     settings = settings_from_flags(flag_values, _OWN_FLAGS, preset)
     settings["train_lengths"] = _lengths("train_lengths", settings["train_lengths"])
     settings["test_lengths"] = _lengths("test_lengths", settings["test_lengths"])
-    if settings["operations_per_token"] > 1 and settings["encoder"] != "rrnet_reinforce":
+    given = settings["operations_per_token"]  # None: the encoder's default
+    if given is not None and given > 1 and settings["encoder"] != "rrnet_reinforce":
         raise FlagError(
             "--operations_per_token > 1 needs --encoder=rrnet_reinforce (the other "
             "encoders read one given operation, or none, per token). Received: "
@@ -203,6 +205,7 @@ def run(s):
         entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
         recur_bias=s["recur_bias"], operations_per_token=s["operations_per_token"],
         seed=s["seed"])
+    s["operations_per_token"] = model.operations_per_token  # the default resolved
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "

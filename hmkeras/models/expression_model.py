@@ -52,6 +52,10 @@ from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
 DECODERS = ("autoregressive", "steps")
+# The REINFORCE encoder's default: up to two splits / merges before each
+# token's recur (the paper's operations). On MEE it was 7.6-12 points ahead
+# of one consuming operation per token at every length (docs/results.md).
+REINFORCE_OPERATIONS_PER_TOKEN = 3
 _ENCODER_MODES = {
     "rrnet_supervised": "supervised",
     "rrnet_reinforce": "reinforce",
@@ -89,10 +93,12 @@ class ExpressionModel(keras.Model):
         reward: `"accuracy"` or `"likelihood"` (REINFORCE).
         recur_bias: The RRNet policy's initial recur logit
             (`RecurrentRecursiveCell`); 0 starts from a uniform policy.
-        operations_per_token: `"rrnet_reinforce"` only: 1 (default), one
-            operation per token, which consumes it; `n > 1`, the paper's
+        operations_per_token: 1, one operation per token, which consumes
+            it; `n > 1` (`"rrnet_reinforce"` only), the paper's
             operations: up to `n - 1` splits and merges, which consume
             nothing, before each token's recur (`RecurrentRecursiveCell`).
+            None (default): `REINFORCE_OPERATIONS_PER_TOKEN` (3) for
+            `"rrnet_reinforce"`, chosen by measurement, 1 for the others.
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
@@ -102,7 +108,7 @@ class ExpressionModel(keras.Model):
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
                  reward="accuracy", decoder="autoregressive", recur_bias=0.0,
-                 operations_per_token=1, seed=None, **kwargs):
+                 operations_per_token=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -117,6 +123,9 @@ class ExpressionModel(keras.Model):
         self.reward = argument_checks.check_choice("reward", reward, REWARDS)
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
+        if operations_per_token is None:
+            operations_per_token = REINFORCE_OPERATIONS_PER_TOKEN if (
+                encoder == "rrnet_reinforce") else 1
         self.operations_per_token = argument_checks.check_positive_int(
             "operations_per_token", operations_per_token)
         if self.operations_per_token > 1 and encoder != "rrnet_reinforce":

@@ -15,12 +15,17 @@ def _settings(*args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("operations_per_token", [1, 3])
+@pytest.mark.parametrize("operations_per_token", [1, None])
 def test_tiny_reinforce_run_end_to_end(tmp_path, capsys, operations_per_token):
     out = str(tmp_path / "run")
+    given = [] if operations_per_token is None else [
+        f"--operations_per_token={operations_per_token}"]
     results = mee_example.run(_settings(
         "--encoder=rrnet_reinforce", "--tiny", f"--output_dir={out}", "--verbose=0",
-        f"--operations_per_token={operations_per_token}"))
+        *given))
+    # The default is the paper's reading, three operations per token at most.
+    operations_per_token = operations_per_token or 3
+    assert results["settings"]["operations_per_token"] == operations_per_token
     printed = capsys.readouterr().out
     with open(os.path.join(out, "results.json")) as f:
         saved = json.load(f)

@@ -105,6 +105,16 @@ def test_bad_arguments(kwargs, name):
         ExpressionModel(**kwargs)
 
 
+def test_default_operations_per_token():
+    # The paper's reading for REINFORCE (chosen by measurement), one
+    # operation per token for the encoders that are given theirs.
+    assert ExpressionModel("rrnet_reinforce", units=4).cell.operations_per_token == 3
+    assert ExpressionModel("rrnet_supervised", units=4).cell.operations_per_token == 1
+    assert ExpressionModel("rrnet_reinforce", units=4,
+                           operations_per_token=1).cell.operations_per_token == 1
+    assert ExpressionModel("lstm", units=4).operations_per_token == 1
+
+
 def test_reinforce_between_tokens_trains_its_policy():
     """`operations_per_token=3`: up to two splits / merges before each
     token's recur, and one REINFORCE step moves the policy's weights."""
