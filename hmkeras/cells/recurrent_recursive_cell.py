@@ -322,7 +322,6 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         consumes `x` (Sec. 2: "only recurrent operations consume input
         tokens"). A row stops choosing once it has recurred; the last
         choice allows recur only."""
-        h = states[0]
         done = tf.zeros_like(states[3], tf.bool)
         log_prob = entropy = tf.zeros_like(states[3])
         actions = []
@@ -335,14 +334,14 @@ class RecurrentRecursiveCell(keras.layers.Layer):
                 action, step_log_prob, step_entropy = self._choose(
                     states[0], x, self.allowed_actions(states[3]), training)
             active = tf.logical_not(done)
-            new_states = self._apply(action, x, states, active=active, recur_only=last)
+            new_states = self._apply(action, x, states, recur_only=last)
             states = [tf.where(active, new, old) for new, old in zip(new_states, states)]
             zero = tf.zeros_like(step_log_prob)
             log_prob += tf.where(active, step_log_prob, zero)
             entropy += tf.where(active, step_entropy, zero)
             actions.append(tf.where(active[:, 0], action, -1))
             done = done | (action == RECUR)[:, None]
-        actions = tf.cast(tf.stack(actions, axis=-1), h.dtype)
+        actions = tf.cast(tf.stack(actions, axis=-1), states[0].dtype)
         output = tf.concat([states[0], actions, log_prob, entropy], -1)
         return output, states
 
@@ -376,10 +375,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             tf.one_hot(action, 3, dtype=log_probs.dtype) * log_probs, -1, keepdims=True)
         return action, tf.cast(log_prob, dtype), tf.cast(entropy, dtype)
 
-    def _apply(self, action, x, states, active=None, recur_only=False):
-        """The state after `action` (Sec. 2's three cells) in every row;
-        rows where `active` is False leave the stack as it is (the caller
-        keeps their state). With `recur_only` only LSTM_R is computed."""
+    def _apply(self, action, x, states, recur_only=False):
+        """The state after `action` (Sec. 2's three cells) in every row.
+        With `recur_only` only LSTM_R is computed."""
         h, c, stack, depth = states
         u = self.units
         if recur_only:  # recur: h = LSTM_R(x, h).
@@ -389,9 +387,6 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             return [h_recur, c_recur, stack, depth]
         one_hot = tf.one_hot(action, 3, dtype=h.dtype)
         is_split, is_merge, is_recur = tf.split(one_hot, 3, axis=-1)
-        if active is not None:
-            active = tf.cast(active, h.dtype)
-            is_split, is_merge = is_split * active, is_merge * active
         x_part = tf.split(tf.matmul(x, self.kernel), 3, axis=-1)
         h_part = tf.split(tf.matmul(h, self.recurrent_kernel), 3, axis=-1)
         b_part = tf.split(self.bias, 3)
