@@ -9,15 +9,18 @@ bits/char), and a word is known only there. The model is the one a user
 writes,
 
     Embedding(vocab, 8) -> hmkeras.HMLSTM(units) -> Dense(vocab)
+        -> hmkeras.BoundaryPlacementLoss
 
 with the defaults (the rate prior, segment lengths 5 and 15: one z^1 per
-word of five characters), trained with a plain `fit`. For every seed the
+word of five characters; the placement where the next character is
+uncertain), trained with a plain `fit`. For every seed the
 script prints the bits per character on held-out text, the boundary rates,
 how often z^1 and z^2 fire at each position of a word (its letters 1-4 and
 the space) and the F1 of z^1 against the words' last letters and against
 the spaces.
 
     python bench/boundary_placement.py                      # seeds 0, 1, 2
+    python bench/boundary_placement.py --boundary_placement=none  # the prior alone
     python bench/boundary_placement.py --boundary_prior=none  # the papers' model
 
 Writes one JSON line per seed to `--output` (optional).
@@ -45,6 +48,9 @@ flags.DEFINE_integer("epochs", 12, "Epochs over the training text.", lower_bound
 flags.DEFINE_integer("train_chars", 19_200, "Training characters.", lower_bound=80)
 flags.DEFINE_enum("boundary_prior", "rate", ["rate", "binomial", "none"],
                   "The HMLSTM's boundary prior (none: the papers' model).")
+flags.DEFINE_enum("boundary_placement", "entropy", ["entropy", "none"],
+                  "hmkeras.BoundaryPlacementLoss after the logits (none: the prior "
+                  "alone); none whenever --boundary_prior=none.")
 flags.DEFINE_string("output", None, "JSON-lines file of the results (appended).")
 
 
@@ -69,6 +75,11 @@ def last_letter_corpus(num_chars, seed):
     return " ".join(words) + " "
 
 
+def placement_on():
+    """Whether the model adds `BoundaryPlacementLoss` (never without a prior)."""
+    return FLAGS.boundary_placement == "entropy" and FLAGS.boundary_prior != "none"
+
+
 def train_and_place(seed):
     """One seed: the trained model's figures on held-out text (a dict)."""
     import keras
@@ -89,6 +100,8 @@ def train_and_place(seed):
     tokens = keras.Input((None,), dtype="int32")
     outputs = layer(keras.layers.Embedding(len(symbols), 8)(tokens))
     logits = keras.layers.Dense(len(symbols))(outputs)
+    if placement_on():
+        logits = hmkeras.BoundaryPlacementLoss()([outputs, logits])
     model = keras.Model(tokens, logits)
     model.compile(keras.optimizers.Adam(0.01, clipnorm=1.0),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -109,6 +122,7 @@ def train_and_place(seed):
           for align in ("before", "separator")}
     return {
         "seed": seed, "boundary_prior": FLAGS.boundary_prior,
+        "boundary_placement": "entropy" if placement_on() else "none",
         "bits_per_char": float(bits), "entropy_rate": 1.0 / WORD_LENGTH,
         "z_rates": z.mean(axis=0).tolist(),
         "z1_by_position": [float(z[position == p, 0].mean()) for p in range(WORD_LENGTH)],

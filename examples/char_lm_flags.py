@@ -58,6 +58,8 @@ DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_f
 # the hierarchical cells (hmkeras.cells.hierarchical_cell.BOUNDARY_MODES),
 # spelled out so that flags are checked before TensorFlow loads.
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
+# hmkeras.cells.boundary_placement.FORMS and "none".
+PLACEMENTS = ("entropy", "none")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
 # Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits),
@@ -116,6 +118,10 @@ flags.DEFINE_bool("layer_norm", True, "Layer normalization in the HM cells (hmls
                   "--nolayer_norm for Kadar et al.'s non-LN rows.")
 flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors (extension).")
 boundary_prior_flags.define_flags(flags, "characters")
+flags.DEFINE_enum("boundary_placement", "entropy", list(PLACEMENTS),
+                  "Where the prior's boundaries go (hmkeras.BoundaryPlacement, an "
+                  "extension): entropy (where the next character is uncertain) or "
+                  "none. Needs a boundary prior; --boundary_prior=none drops it too.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -200,9 +206,23 @@ def _check_text_file_flags(settings, flag_values):
             )
 
 
+def _check_placement_flag(settings, flag_values):
+    """--boundary_placement works beside a prior: with --boundary_prior=none
+    (the papers' model) it is "none", and refused if given otherwise."""
+    if settings["boundary_prior"] != "none":
+        return
+    if flag_values["boundary_placement"].present and settings["boundary_placement"] != "none":
+        raise FlagError(
+            "--boundary_placement needs a boundary prior (--boundary_prior=rate or "
+            "binomial); --boundary_prior=none is the papers' model. Received: "
+            f"--boundary_prior=none --boundary_placement={settings['boundary_placement']}")
+    settings["boundary_placement"] = "none"
+
+
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
-    "boundary_bias", "boundary_prior", "segment_lengths", "stop_on_collapse",
+    "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
+    "stop_on_collapse",
 )
 
 
@@ -255,6 +275,7 @@ def resolve_settings(flag_values):
                 f"--cell={settings['cell']} is a hierarchy: --num_layers must be at "
                 f"least 2. Received: --num_layers={settings['num_layers']}")
     boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
+    _check_placement_flag(settings, flag_values)
     if settings["dataset"] != "text_file":
         for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
             settings[name] = flag_values[name].default
@@ -290,7 +311,7 @@ MODEL_FLAGS = (
     "vocabulary", "text_chars", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
-    "boundary_prior", "segment_lengths", "weight_norm", "dropout",
+    "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
     "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
@@ -336,6 +357,7 @@ def model_config(s, vocab_size):
         num_layers=s["num_layers"], embedding_dim=s["embedding_dim"],
         output=s["output"], output_units=s["output_units"],
         cell_options=cell_options(s), **boundary_prior_flags.prior_arguments(s),
+        boundary_placement=None if s["boundary_placement"] == "none" else s["boundary_placement"],
         l2=s["l2"], seed=s["seed"],
     )
 
@@ -347,7 +369,9 @@ def prepare_output_dir(s, kind):
     run resumes. Returns the names of those other changed flags."""
     return run_directory.prepare_output_dir(
         s, kind, MODEL_FLAGS, data_flags=DATA_FLAGS, ignored=UNCOMPARED_FLAGS,
-        defaults={name: FLAGS[name].default for name in FLAGS})
+        defaults={**{name: FLAGS[name].default for name in FLAGS},
+                  # A run made before the flag existed trained without it.
+                  "boundary_placement": "none"})
 
 
 def check_model_config(s, config):

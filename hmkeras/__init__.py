@@ -41,6 +41,8 @@ from hmkeras.cells import HierarchicalCell
 from hmkeras.cells import HMLSTM
 from hmkeras.cells import HMLSTMCell
 from hmkeras.cells import HMRNN
+from hmkeras.cells import BoundaryPlacement
+from hmkeras.cells import BoundaryPlacementLoss
 from hmkeras.cells import BoundaryPrior
 from hmkeras.cells import HMRNNCell
 from hmkeras.cells import MLSTMCell
@@ -79,6 +81,8 @@ __all__ = [
     "AveragingWrapper",
     "BoundaryCollapseWarning",
     "BoundaryMonitor",
+    "BoundaryPlacement",
+    "BoundaryPlacementLoss",
     "BoundaryPrior",
     "CharLanguageModel",
     "CharLanguageModelConfig",

@@ -454,6 +454,10 @@ def export_signature(case):
 NOT_LAYERS = {
     "BoundaryCollapseWarning": "a warning class",
     "BoundaryMonitor": "a Keras callback",
+    "BoundaryPlacement": "a loss object, not a layer",
+    "BoundaryPlacementLoss": "the identity on logits that adds a loss, of two inputs: its "
+                             "own tests (tf_tests/cells/test_boundary_placement.py: loss, "
+                             "identity, .keras round trip)",
     "BoundaryPrior": "a regularizer object, not a layer",
     "CharLanguageModel": "a model builder owning a keras.Model, not a layer",
     "CharLanguageModelConfig": "a dataclass",

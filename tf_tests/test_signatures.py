@@ -227,6 +227,9 @@ SERIALIZABLE = {
         kernel_regularizer="l2", bias_regularizer="l1",
         activity_regularizer="l2", kernel_constraint="non_neg",
         bias_constraint="max_norm"),
+    "BoundaryPlacement": lambda: hmkeras.BoundaryPlacement(weight=np.float32(0.5)),
+    "BoundaryPlacementLoss": lambda: hmkeras.BoundaryPlacementLoss(
+        boundary_layers=np.int64(3), weight=np.float64(2.0), name="placement"),
     "BoundaryPrior": lambda: hmkeras.BoundaryPrior(
         [np.float32(4.0), 12], form="rate", weight=np.float64(2.0)),
     "HMLSTM": lambda: hmkeras.HMLSTM(

@@ -16,6 +16,10 @@
 * `BoundaryPrior` (`boundary_prior`): an expected segment length per
   boundary layer as a loss, added by the hierarchical sequence layers
   while training (on by default; an extension beyond the papers).
+* `BoundaryPlacement` (`boundary_placement`): beside the prior, a loss
+  that puts the boundaries where the model's next prediction is uncertain
+  (on by default in `CharLanguageModel`; an extension), and
+  `BoundaryPlacementLoss`, the layer that adds it to a model of your own.
 * `sparse_update`: sparse-update inference, a COPYing layer skips its
   update (`sparse_updates=True`), with counts of the skipped updates.
 * `RecurrentRecursiveCell` (Jacob et al. 2018, RRNet): split / merge /
@@ -29,6 +33,8 @@ The argument and input checks every package shares live in the
 package-neutral `hmkeras.argument_checks`.
 """
 
+from hmkeras.cells.boundary_placement import BoundaryPlacement
+from hmkeras.cells.boundary_placement import BoundaryPlacementLoss
 from hmkeras.cells.boundary_prior import BoundaryPrior
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.hm_lstm import HMLSTM
@@ -41,6 +47,8 @@ from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
 __all__ = [
+    "BoundaryPlacement",
+    "BoundaryPlacementLoss",
     "BoundaryPrior",
     "HMLSTM",
     "HMRNN",

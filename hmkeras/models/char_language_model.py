@@ -53,11 +53,14 @@ Examples:
 """
 
 import dataclasses
+import json
 
 import keras
 import numpy as np
 
 from hmkeras import argument_checks
+from hmkeras.cells.boundary_placement import FORMS as PLACEMENT_FORMS
+from hmkeras.cells.boundary_placement import BoundaryPlacement
 from hmkeras.cells.boundary_prior import check_prior_fields
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
@@ -114,6 +117,8 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
         config.cell, config.cell_options, config.units, config.num_layers
     )
     check_prior_fields(config, HIERARCHICAL_CELLS)
+    if config.boundary_placement is not None:
+        checks.check_choice("boundary_placement", config.boundary_placement, PLACEMENT_FORMS)
 
 
 @dataclasses.dataclass
@@ -151,6 +156,13 @@ class CharLanguageModelConfig(JsonConfig):
         segment_lengths: The prior's expected segment length per boundary
             layer (None: the defaults, `(5, 15)` for three layers);
             hierarchical cells only.
+        boundary_placement: Where the prior's boundaries go: `"entropy"`
+            (default; `hmkeras.BoundaryPlacement`, where the next
+            character is uncertain) or None (the prior alone). Added to
+            the training loss beside the prior only: with
+            `boundary_prior=None` the model is the papers' whatever this
+            says. A configuration saved before the field existed reads
+            back as None, the model it was trained as.
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initializers (None: random).
         sequence_layer: Build the cell's sequence layer (`HMLSTM`, `HMRNN`,
@@ -182,9 +194,18 @@ class CharLanguageModelConfig(JsonConfig):
     cell_options: dict = dataclasses.field(default_factory=dict)
     boundary_prior: str = "rate"
     segment_lengths: list = None
+    boundary_placement: str = "entropy"
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
+
+    @classmethod
+    def from_json(cls, text):
+        """The configuration of `text`; without `boundary_placement` (saved
+        before it existed) the placement is None."""
+        fields = json.loads(text)
+        fields.setdefault("boundary_placement", None)
+        return cls(**fields)
 
     def __post_init__(self):
         # Every field is checked and stored as a Python value (NumPy
@@ -242,6 +263,10 @@ class CharLanguageModel:
             self.boundary_prior = prior_for(
                 config.boundary_prior, config.segment_lengths, config.num_layers
             )
+        # Beside the prior (never without it): where the boundaries go.
+        self.boundary_placement = None
+        if self.boundary_prior is not None and config.boundary_placement is not None:
+            self.boundary_placement = BoundaryPlacement(form=config.boundary_placement)
 
     # ------------------------------------------------------------------
     def _regularizer(self):

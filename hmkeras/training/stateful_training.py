@@ -235,6 +235,9 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
             if lm.boundary_prior is not None:
                 penalty = lm.boundary_prior(rnn_outputs)
                 loss = loss + tf.cast(penalty, loss.dtype) / replicas
+            if lm.boundary_placement is not None:
+                placement = lm.boundary_placement(lm.boundaries(rnn_outputs), logits)
+                loss = loss + tf.cast(placement, loss.dtype) / replicas
             # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
             # gradients it unscales must come from the scaled loss.
             scaled_loss = self.optimizer.scale_loss(loss)

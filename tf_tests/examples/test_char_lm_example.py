@@ -185,7 +185,7 @@ def test_enumerated_flags_match_the_library():
 
 def test_hierarchical_options_refused_for_other_cells():
     for flag in ("--layer_norm", "--nolayer_norm", "--boundary_prior=rate",
-                 "--segment_lengths=5,15", "--boundary_bias=1"):
+                 "--segment_lengths=5,15", "--boundary_bias=1", "--boundary_placement=none"):
         name = flag.lstrip("-").split("=")[0].replace("nolayer", "layer")
         with pytest.raises(ValueError, match=f"--{name} applies to the hierarchical cells"):
             _settings("--cell=lstm", flag)
@@ -197,6 +197,18 @@ def test_hierarchical_options_refused_for_other_cells():
     s = _settings("--preset=quick", "--cell=lstm")
     assert s["top_down"] is True and s["segment_lengths"] is None
     assert s["boundary_prior"] == "rate"
+
+
+def test_placement_flag_makes_the_model_field():
+    # Default: the prior and its placement; --boundary_placement=none: the
+    # prior alone; --boundary_prior=none: the papers' model, no placement.
+    assert char_lm_flags.model_config(_settings(), 30).boundary_placement == "entropy"
+    config = char_lm_flags.model_config(_settings("--boundary_placement=none"), 30)
+    assert (config.boundary_prior, config.boundary_placement) == ("rate", None)
+    s = _settings("--boundary_prior=none")
+    assert s["boundary_placement"] == "none"
+    config = char_lm_flags.model_config(s, 30)
+    assert (config.boundary_prior, config.boundary_placement) == (None, None)
 
 
 def test_flags_fill_the_cell_options_of_the_chosen_cell():

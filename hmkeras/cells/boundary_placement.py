@@ -1,0 +1,225 @@
+"""`BoundaryPlacement`: where a boundary goes, from the model's own uncertainty.
+
+An extension beyond Chung et al. (2017), used beside `BoundaryPrior`.  The
+prior says how many boundaries each layer places; the language-modelling
+loss alone does not say where.  Inside a unit whose rest is already
+determined (the end of a long word), handing the bottom layer's state up
+and flushing it costs the language model nothing, so every such step is an
+optimum, and which one a training run finds depends on its initialization
+(`docs/results.md`, "Where the boundaries land").
+
+The placement term breaks that tie with the classic criterion of
+unsupervised segmentation (Harris 1955; Elman 1990; the entropy spikes of
+Nawrot et al. 2023): a unit ends where the next symbol is hard to predict.
+With `H_t` the entropy, in nats, of the model's own predictive
+distribution for step `t + 1` (held constant: no gradient flows into the
+predictions), and for boundary layer `l` the steps `A^l` at which the
+layer computes its boundary (every step for `z^1`; for `l > 1` the steps
+at which the layer below hands up or the layer itself flushes, `z^{l-1}_t
+= 1` or `z^l_{t-1} = 1`), with `m^l` the mean of `H` over `A^l`:
+
+    P = weight * sum_l 1 / |A^l| * sum_{t in A^l} |z^l_t - [H_t > m^l]| * |H_t - m^l|
+                                                                        (1)
+
+in nats: for each layer, the mean over its decisions of the entropy
+margin of a misplaced one, a boundary at a step more predictable than
+the layer's average deciding step or none at a step less predictable.
+Its gradient with respect to `z^l_t`, `weight * (m^l - H_t) / |A^l|`, is
+linear in the margin: it raises the detector where the next symbol is
+uncertain and lowers it where it is determined.  It has no target rate
+of its own (the prior holds the rate), and each layer's decisions weigh
+alike, so an upper layer, which decides at few steps (where the layer
+below hands up), is pushed per decision as hard as the bottom one.
+
+On text this puts `z^1` on the separator after a word (the next word's
+first letter is the uncertain symbol) and `z^2`, among the steps where
+`z^1` fires, on those before the less predictable words: on the embedded
+corpus the phrase ends, and also the spaces after a determiner, where a
+noun or adjective of a large class follows.
+
+In the discrete boundary modes the gradient reaches each detector through
+the straight-through estimator (Chung et al. Eq. 8-9).
+
+Examples:
+
+    Uniform predictions before step 3, certain ones elsewhere: a boundary
+    at step 1 is misplaced, one at step 3 is not.
+
+    >>> import numpy as np
+    >>> logits = np.zeros((1, 4, 4), "float32"); logits[0, [0, 1, 3]] = [9, 0, 0, 0]
+    >>> z = np.zeros((1, 4, 1), "float32")
+    >>> placement = BoundaryPlacement()
+    >>> z[0, 1] = 1; misplaced = float(placement(z, logits))
+    >>> z[0] = 0; z[0, 2] = 1; placed = float(placement(z, logits))
+    >>> misplaced > placed == 0.0
+    True
+"""
+
+import keras
+import tensorflow as tf
+
+from hmkeras import argument_checks
+
+FORMS = ("entropy",)
+
+
+def predictive_entropy(logits, dtype=tf.float32):
+    """`H_t = -sum_k p_k log p_k` of `softmax(logits)` over the last axis,
+    in nats, as a constant (no gradient) of `dtype`.
+
+    Examples:
+
+        >>> import numpy as np
+        >>> round(float(predictive_entropy(np.zeros((1, 4), "float32"))[0]), 4)  # log 4
+        1.3863
+    """
+    logits = tf.stop_gradient(tf.cast(logits, dtype))
+    log_p = tf.nn.log_softmax(logits, axis=-1)
+    return -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+
+
+def deciding_steps(boundaries, mask=None):
+    """`A^l` of Eq. (1) as `(batch, time, layers)` 0/1 weights (constant).
+
+    Layer 1 decides at every step; layer `l > 1` where `z^{l-1}_t = 1` or
+    `z^l_{t-1} = 1`, read as `z > 1/2` for soft boundaries (before the window's first step the layer is taken not
+    to have ended a segment).  Masked steps decide nothing.
+    """
+    z = tf.cast(tf.stop_gradient(boundaries) > 0.5, boundaries.dtype)
+    below = tf.concat([tf.ones_like(z[..., :1]), z[..., :-1]], axis=-1)
+    previous = tf.pad(z[:, :-1], [[0, 0], [1, 0], [0, 0]])
+    active = tf.maximum(below, previous)
+    active = tf.concat([tf.ones_like(z[..., :1]), active[..., 1:]], axis=-1)
+    if mask is not None:
+        active = active * tf.cast(mask, active.dtype)[..., None]
+    return active
+
+
+def _whole_batch_sums(sums):
+    """`(sums, replicas)`: the list `sums` over the whole batch.
+
+    Under a `tf.distribute` strategy with several replicas the sums are
+    all-reduced, so `m^l` is the whole batch's; each replica's loss is then
+    its share of Eq. (1) times the number of replicas, which Keras divides
+    back out before it sums the replicas' gradients (as for
+    `BoundaryPrior`'s rate form).
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    if replicas == 1:
+        return sums, 1.0
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, sums), float(replicas)
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class BoundaryPlacement:
+    """Boundaries where the next symbol is uncertain, as a loss (Eq. 1).
+
+    Args:
+        weight: Finite factor >= 0 of the loss (nats per deciding step,
+            the unit of the language-modelling loss); default 1.
+        form: `"entropy"` (Eq. 1), the only form.
+
+    Call arguments:
+        boundaries: The `(batch, time, layers)` boundaries `z^1 ..
+            z^{L-1}` of a hierarchical cell (`cell.split_outputs(y)[1]`).
+        logits: The `(batch, time, classes)` logits of the model's
+            prediction of the next step.
+        mask: Optional `(batch, time)` mask; masked steps decide nothing.
+
+    Returns:
+        The scalar loss, float32 (float64 for float64 boundaries).
+
+    Examples:
+
+        >>> import numpy as np
+        >>> BoundaryPlacement(weight=2.0).get_config()
+        {'weight': 2.0, 'form': 'entropy'}
+    """
+
+    def __init__(self, weight=1.0, form="entropy"):
+        self.weight = argument_checks.check_float("weight", weight, minimum=0)
+        self.form = argument_checks.check_choice("form", form, FORMS)
+
+    def __call__(self, boundaries, logits, mask=None):
+        boundaries = tf.convert_to_tensor(boundaries)
+        dtype = tf.float64 if boundaries.dtype == tf.float64 else tf.float32
+        z = tf.cast(boundaries, dtype)
+        if z.shape.rank != 3:
+            raise ValueError(
+                "BoundaryPlacement needs the (batch, time, layers) boundaries of a "
+                f"hierarchical cell. Received a tensor of shape {tuple(z.shape)}."
+            )
+        entropy = predictive_entropy(logits, dtype)[..., None]
+        active = deciding_steps(z, mask)
+        (steps, total), replicas = _whole_batch_sums([
+            tf.reduce_sum(active, axis=[0, 1]),                # |A^l|
+            tf.reduce_sum(active * entropy, axis=[0, 1]),      # sum of H over A^l
+        ])
+        steps = tf.maximum(steps, 1.0)
+        margin = entropy - total / steps  # H_t - m^l
+        target = tf.cast(margin > 0.0, dtype)
+        misplaced = tf.abs(z - target) * tf.abs(margin) * active  # Eq. (1)
+        return self.weight * replicas * tf.reduce_sum(tf.reduce_sum(misplaced, axis=[0, 1]) / steps)
+
+    def get_config(self):
+        return {"weight": self.weight, "form": self.form}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="hmkeras")
+class BoundaryPlacementLoss(keras.layers.Layer):
+    """Adds `BoundaryPlacement` to a model of your own; the identity on the logits.
+
+    `CharLanguageModel` adds the placement itself. In a model of your own,
+    put this layer after the logits: it reads the boundaries (the last
+    `boundary_layers` columns of a hierarchical layer's sequence output)
+    and the logits, adds Eq. (1) to the model's losses while training, and
+    returns the logits unchanged.
+
+    Args:
+        boundary_layers: Number of boundary columns at the end of the
+            hierarchical output (`num_layers - 1`); default 2.
+        weight: As in `BoundaryPlacement`; default 1.
+        **kwargs: Keras layer arguments (`name`, ...).
+
+    Call arguments:
+        inputs: `[outputs, logits]`: the `(batch, time, features)` sequence
+            output of `hmkeras.HMLSTM` / `HMRNN` (or `RNN(HMLSTMCell(...))`)
+            and the `(batch, time, classes)` logits of the next step.
+        training: Adds the loss only while training.
+
+    Examples:
+
+        >>> import keras, numpy as np, hmkeras
+        >>> tokens = keras.Input((None,), dtype="int32")
+        >>> rnn = hmkeras.HMLSTM(8, return_sequences=True)
+        >>> outputs = rnn(keras.layers.Embedding(20, 4)(tokens))
+        >>> logits = keras.layers.Dense(20)(outputs)
+        >>> logits = hmkeras.BoundaryPlacementLoss(boundary_layers=2)([outputs, logits])
+        >>> model = keras.Model(tokens, logits)
+        >>> _ = model(np.zeros((2, 6), "int32"), training=True)
+        >>> len(model.losses)  # the layer's prior and the placement
+        2
+    """
+
+    def __init__(self, boundary_layers=2, weight=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.boundary_layers = argument_checks.check_int("boundary_layers", boundary_layers, minimum=1)
+        self.placement = BoundaryPlacement(weight=weight)
+
+    def call(self, inputs, training=False):
+        outputs, logits = inputs
+        if training:
+            self.add_loss(self.placement(outputs[..., -self.boundary_layers:], logits))
+        return logits
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[1]
+
+    def get_config(self):
+        return {**super().get_config(), "boundary_layers": self.boundary_layers,
+                "weight": self.placement.weight}

@@ -1,0 +1,235 @@
+"""BoundaryPlacement: value against a NumPy reference of Eq. (1), its
+gradient against finite differences and against the closed form, the
+deciding steps of the upper layers, no gradient into the predictions,
+options and bad values, and its place in the char LM's training loss."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hmkeras
+from hmkeras.cells.boundary_placement import BoundaryPlacement
+from hmkeras.cells.boundary_placement import deciding_steps
+from hmkeras.cells.boundary_placement import predictive_entropy
+
+
+def reference_entropy(logits):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+    return -(p * np.log(p)).sum(axis=-1)
+
+
+def reference_deciding(z):
+    """A^l, step by step: layer 1 always; layer l where z^{l-1}_t or z^l_{t-1}."""
+    batch, time, layers = z.shape
+    active = np.zeros_like(z)
+    for b in range(batch):
+        for t in range(time):
+            active[b, t, 0] = 1.0
+            for l in range(1, layers):
+                previous = z[b, t - 1, l] if t > 0 else 0.0
+                active[b, t, l] = float(z[b, t, l - 1] > 0.5 or previous > 0.5)
+    return active
+
+
+def reference_placement(z, logits, weight=1.0, mask=None):
+    """Eq. (1) with loops over the layers and steps."""
+    entropy = reference_entropy(logits)
+    active = reference_deciding(z)
+    if mask is not None:
+        active = active * mask[..., None]
+    total = 0.0
+    for l in range(z.shape[-1]):
+        steps = [(b, t) for b in range(z.shape[0]) for t in range(z.shape[1]) if active[b, t, l]]
+        mean = np.mean([entropy[b, t] for b, t in steps])
+        for b, t in steps:
+            margin = entropy[b, t] - mean
+            target = 1.0 if margin > 0 else 0.0
+            total += abs(z[b, t, l] - target) * abs(margin) / len(steps)
+    return weight * total
+
+
+def random_case(seed, shape=(3, 11, 2), classes=6, soft=False):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(scale=2.0, size=shape[:2] + (classes,))
+    if soft:
+        z = rng.uniform(0.05, 0.95, size=shape)
+        z[np.abs(z - 0.5) < 0.01] = 0.3  # A^2 reads z > 1/2: keep away from the threshold
+    else:
+        z = (rng.random(shape) < np.linspace(0.4, 0.2, shape[-1])).astype("float64")
+    return z, logits
+
+
+def test_entropy_matches_numpy():
+    _, logits = random_case(0)
+    np.testing.assert_allclose(
+        predictive_entropy(logits, tf.float64).numpy(), reference_entropy(logits), rtol=1e-12)
+
+
+def test_deciding_steps_match_the_step_by_step_reference():
+    for seed in range(4):
+        z, _ = random_case(seed, shape=(2, 9, 3))
+        np.testing.assert_array_equal(deciding_steps(tf.constant(z)).numpy(), reference_deciding(z))
+    mask = np.ones((2, 9)); mask[1, 5:] = 0
+    active = deciding_steps(tf.constant(z), mask=mask).numpy()
+    assert active[1, 5:].sum() == 0 and np.array_equal(active[0], reference_deciding(z)[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_value_matches_the_reference(seed):
+    z, logits = random_case(seed)
+    assert float(BoundaryPlacement()(z, logits)) == pytest.approx(
+        reference_placement(z, logits), rel=1e-10)
+    assert float(BoundaryPlacement(weight=0.25)(z, logits)) == pytest.approx(
+        reference_placement(z, logits, 0.25), rel=1e-10)
+    mask = np.random.default_rng(seed + 7).random(z.shape[:2]) < 0.7
+    assert float(BoundaryPlacement()(z, logits, mask=mask)) == pytest.approx(
+        reference_placement(z, logits, mask=mask.astype(float)), rel=1e-10)
+
+
+def test_boundaries_on_the_uncertain_steps_cost_nothing():
+    # z^1 exactly where the entropy is above its mean: Eq. (1) is zero for
+    # that layer; moving one boundary onto a certain step costs its margin.
+    _, logits = random_case(3, shape=(2, 10, 1))
+    entropy = reference_entropy(logits)
+    z = (entropy > entropy.mean())[..., None].astype("float64")
+    assert float(BoundaryPlacement()(z, logits)) == 0.0
+    certain = np.unravel_index(np.argmin(entropy), entropy.shape)
+    moved = z.copy(); moved[certain] = 1.0
+    expected = (entropy.mean() - entropy[certain]) / entropy.size
+    assert float(BoundaryPlacement()(moved, logits)) == pytest.approx(expected, rel=1e-10)
+
+
+def test_gradient_matches_finite_differences_and_the_closed_form():
+    z, logits = random_case(4, soft=True)
+    placement = BoundaryPlacement(weight=1.5)
+    tensor, logit_tensor = tf.constant(z), tf.constant(logits)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([tensor, logit_tensor])
+        value = placement(tensor, logit_tensor)
+    gradient = tape.gradient(value, tensor).numpy()
+    assert tape.gradient(value, logit_tensor) is None  # the predictions are constants
+    entropy, active = reference_entropy(logits), reference_deciding(z)
+    for index in [(0, 0, 0), (1, 4, 0), (2, 7, 1), (0, 3, 1), (1, 10, 1)]:
+        b, t, l = index
+        numeric = []
+        for sign in (1.0, -1.0):
+            shifted = z.copy()
+            shifted[index] += sign * 1e-6
+            numeric.append(float(placement(shifted, logits)))
+        assert gradient[index] == pytest.approx((numeric[0] - numeric[1]) / 2e-6, rel=1e-6, abs=1e-12)
+        # Closed form: weight * (m^l - H_t) / |A^l| on a deciding step, else 0.
+        steps = active[..., l] > 0
+        closed = 1.5 * (entropy[steps].mean() - entropy[b, t]) / steps.sum() if steps[b, t] else 0.0
+        assert gradient[index] == pytest.approx(closed, rel=1e-9, abs=1e-15)
+    assert np.abs(gradient).max() > 1e-3
+
+
+def test_options_round_trip_and_bad_values():
+    placement = BoundaryPlacement(weight=0.5)
+    copy = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(placement))
+    assert copy.get_config() == placement.get_config()
+    for bad in (-1.0, float("nan"), "x"):
+        with pytest.raises(ValueError, match="weight"):
+            BoundaryPlacement(weight=bad)
+    with pytest.raises(ValueError, match="form"):
+        BoundaryPlacement(form="surprisal")
+    with pytest.raises(ValueError, match=r"\(batch, time, layers\)"):
+        BoundaryPlacement()(np.zeros((4, 2), "float32"), np.zeros((4, 3), "float32"))
+
+
+def test_char_lm_training_loss_adds_the_placement():
+    # The training loss of the default char LM is the cross entropy plus
+    # the rate prior plus Eq. (1) on the same batch; boundary_placement=None
+    # drops exactly the last term; the papers' model has neither.
+    from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.training.stateful_training import TruncatedBPTTModel
+
+    tokens = np.random.default_rng(5).integers(0, 7, size=(4, 12)).astype("int32")
+    losses = {}
+    for name, options in {"default": {}, "no_placement": dict(boundary_placement=None),
+                          "papers": dict(boundary_prior=None)}.items():
+        lm = CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
+                               output_units=8, seed=1, **options)
+        assert (lm.boundary_placement is not None) == (name == "default")
+        model = TruncatedBPTTModel(lm, batch_size=4, carry_state=False)
+        model.compile(optimizer=keras.optimizers.SGD(0.0),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        logits, rnn_outputs, *_ = lm.network([tokens, *lm.zero_state(4)], training=True)
+        nll = float(keras.losses.SparseCategoricalCrossentropy(from_logits=True)(tokens, logits))
+        prior = float(lm.boundary_prior(rnn_outputs)) if lm.boundary_prior else 0.0
+        placement = (float(lm.boundary_placement(lm.boundaries(rnn_outputs), logits))
+                     if lm.boundary_placement else 0.0)
+        logs = model.train_on_batch(tokens, tokens, return_dict=True)
+        losses[name] = (logs["loss"], nll + prior + placement)
+        assert logs["loss"] == pytest.approx(nll + prior + placement, rel=1e-5)
+    assert losses["default"][1] > losses["no_placement"][1]
+
+
+def _word_stream(seed, words, length):
+    """Words of a small lexicon in random order, one space after each."""
+    rng = np.random.default_rng(seed)
+    text = ""
+    while len(text) < length:
+        text += words[rng.integers(len(words))] + " "
+    return text[:length]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_default_char_lm_marks_the_spaces_of_a_word_stream(seed):
+    # Behaviour: a short default fit on words whose letters are determined
+    # once their first letter is read (each starts with its own letter) and
+    # whose order is random: the only uncertain step is the space, where
+    # the next word begins. z^1 fires at the rate near its target and
+    # on the spaces, in every seed, not inside the words.
+    from hmkeras.models.char_language_model import CharLanguageModel
+    from hmkeras.training.stateful_training import TruncatedBPTTModel
+
+    words = ["bade", "cog", "dune", "fig", "hope", "jut", "kiln", "mop"]
+    symbols = sorted(set("".join(words) + " "))
+    ids = np.array([symbols.index(c) for c in _word_stream(seed, words, 41 * 640)], "int32")
+    windows = ids.reshape(640, 41)
+    lm = CharLanguageModel(vocab_size=len(symbols), units=16, num_layers=3,
+                           embedding_dim=8, output_units=16, seed=seed)
+    model = TruncatedBPTTModel(lm, batch_size=32, carry_state=False)
+    model.compile(keras.optimizers.Adam(0.01, clipnorm=1.0), loss=model.loss_function())
+    model.fit(windows[:, :-1], windows[:, 1:], batch_size=32, epochs=6, verbose=0)
+
+    test = np.array([symbols.index(c) for c in _word_stream(seed + 10, words, 400)], "int32")
+    _, rnn_outputs, *_ = lm.network([test[None], *lm.zero_state(1)])
+    z1 = lm.boundaries(rnn_outputs).numpy()[0, :, 0] > 0.5
+    spaces = test == symbols.index(" ")
+    assert 0.12 < z1.mean() < 0.3, z1.mean()  # target 0.2; spaces are 0.22
+    on_spaces = (z1 & spaces).sum() / max(z1.sum(), 1)
+    assert on_spaces > 0.8, (on_spaces, z1.mean())
+
+
+def test_loss_layer_adds_the_placement_while_training_only(tmp_path):
+    tokens = keras.Input((None,), dtype="int32")
+    rnn = hmkeras.HMLSTM(6, return_sequences=True, boundary_prior=None)
+    outputs = rnn(keras.layers.Embedding(9, 4)(tokens))
+    logits = keras.layers.Dense(9)(outputs)
+    placed = hmkeras.BoundaryPlacementLoss(boundary_layers=2, weight=0.5)([outputs, logits])
+    model = keras.Model(tokens, placed)
+    features = keras.Model(tokens, [outputs, logits])
+    x = np.random.default_rng(0).integers(0, 9, size=(3, 10)).astype("int32")
+    y = model(x, training=True)
+    h, expected_logits = features(x, training=True)
+    np.testing.assert_array_equal(y, expected_logits)  # the identity
+    assert len(model.losses) == 1
+    _, z = rnn.split_outputs(h)
+    assert float(model.losses[0]) == pytest.approx(
+        reference_placement(z.numpy().astype("float64"), expected_logits.numpy().astype("float64"),
+                            0.5), rel=1e-5)
+    model(x, training=False)
+    assert len(model.losses) == 0
+    path = str(tmp_path / "placed.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    layer = loaded.layers[-1]
+    assert (layer.boundary_layers, layer.placement.weight) == (2, 0.5)
+    np.testing.assert_allclose(loaded(x), model(x), atol=1e-6)
+    with pytest.raises(ValueError, match="boundary_layers"):
+        hmkeras.BoundaryPlacementLoss(boundary_layers=0)
