@@ -208,7 +208,11 @@ def _check_text_file_flags(settings, flag_values):
 
 def _check_placement_flag(settings, flag_values):
     """--boundary_placement works beside a prior: with --boundary_prior=none
-    (the papers' model) it is "none", and refused if given otherwise."""
+    (the papers' model) it is "none", and refused if given otherwise; for a
+    cell without boundaries it is "none" (given, it was refused before)."""
+    if settings["cell"] not in ("hmlstm", "hmrnn"):
+        settings["boundary_placement"] = "none"
+        return
     if settings["boundary_prior"] != "none":
         return
     if flag_values["boundary_placement"].present and settings["boundary_placement"] != "none":

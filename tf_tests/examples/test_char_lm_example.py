@@ -196,7 +196,7 @@ def test_hierarchical_options_refused_for_other_cells():
     # From a preset they are dropped (back to their defaults).
     s = _settings("--preset=quick", "--cell=lstm")
     assert s["top_down"] is True and s["segment_lengths"] is None
-    assert s["boundary_prior"] == "rate"
+    assert s["boundary_prior"] == "rate" and s["boundary_placement"] == "none"
 
 
 def test_placement_flag_makes_the_model_field():
@@ -209,6 +209,26 @@ def test_placement_flag_makes_the_model_field():
     assert s["boundary_placement"] == "none"
     config = char_lm_flags.model_config(s, 30)
     assert (config.boundary_prior, config.boundary_placement) == (None, None)
+
+
+def test_run_made_before_the_placement_resumes_only_as_what_it_was(tmp_path):
+    # settings.json of a run made before --boundary_placement existed: it
+    # trained the prior alone. The default flags are another model (refused,
+    # naming the flag); --boundary_placement=none resumes it.
+    from command_line import FlagError
+    from run_directory import write_run_kind
+
+    out = str(tmp_path / "old_run")
+    s = _settings(f"--output_dir={out}")
+    os.makedirs(out)
+    write_run_kind(out, "char_lm")
+    old = {k: v for k, v in s.items() if k != "boundary_placement"}
+    with open(os.path.join(out, "settings.json"), "w") as f:
+        json.dump(old, f)
+    with pytest.raises(FlagError, match=r"boundary_placement.*none.*entropy"):
+        char_lm_flags.prepare_output_dir(s, kind="char_lm")
+    resumed = _settings(f"--output_dir={out}", "--boundary_placement=none")
+    assert char_lm_flags.prepare_output_dir(resumed, kind="char_lm") == ()
 
 
 def test_flags_fill_the_cell_options_of_the_chosen_cell():
