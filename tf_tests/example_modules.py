@@ -35,7 +35,13 @@ def _own_flags_module(flag_values):
 
 
 def load_example(name):
-    """The module `examples/<name>.py`, loaded once per process.
+    """The module `examples/<name>.py`, loaded once per process (`load_script`)."""
+    return load_script("examples", name)
+
+
+def load_script(folder, name):
+    """The module `<folder>/<name>.py` (`examples`, `bench`), loaded once
+    per process.
 
     Each example gets flags of its own (a fresh `absl.flags.FlagValues`,
     its `FLAGS`), so that examples whose flags share names (`--tiny`,
@@ -44,13 +50,13 @@ def load_example(name):
     from examples/ on `sys.path`; `command_line` is imported first, with
     the process' own flags, and shared by every example.
     """
-    if name in _LOADED:
-        return _LOADED[name]
+    if (folder, name) in _LOADED:
+        return _LOADED[folder, name]
     if EXAMPLES not in sys.path:
         sys.path.append(EXAMPLES)
     importlib.import_module("command_line")
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(EXAMPLES, f"{name}.py"))
+        name, os.path.join(ROOT, folder, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     own = _own_flags_module(absl_flags.FlagValues())
     # `from absl import flags` in the example reads the attribute below.
@@ -59,7 +65,7 @@ def load_example(name):
         spec.loader.exec_module(module)
     finally:
         absl.flags = absl_flags
-    _LOADED[name] = module
+    _LOADED[folder, name] = module
     return module
 
 

@@ -117,8 +117,6 @@ def check_recurrent_fields(config, positive=("units", "num_layers")):
         config.cell, config.cell_options, config.units, config.num_layers
     )
     check_prior_fields(config, HIERARCHICAL_CELLS)
-    if config.boundary_placement is not None:
-        checks.check_choice("boundary_placement", config.boundary_placement, PLACEMENT_FORMS)
 
 
 @dataclasses.dataclass
@@ -214,6 +212,9 @@ class CharLanguageModelConfig(JsonConfig):
         check_recurrent_fields(
             self, positive=("vocab_size", "units", "num_layers", "embedding_dim")
         )
+        if self.boundary_placement is not None:
+            argument_checks.check_choice(
+                "boundary_placement", self.boundary_placement, PLACEMENT_FORMS)
 
 
 def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,

@@ -2,7 +2,6 @@
 diagnosis relies on, and a tiny run records consistent figures."""
 
 import collections
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,16 +9,13 @@ import sys
 
 import numpy as np
 import pytest
-from example_modules import ROOT
+from example_modules import ROOT, load_script
 
 SCRIPT = os.path.join(ROOT, "bench", "boundary_placement.py")
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("boundary_placement", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench", "boundary_placement")
 
 
 def test_words_are_known_only_at_their_last_letter():

@@ -47,8 +47,11 @@ def _checkpoint(output_dir):
 @pytest.mark.slow
 def test_same_seed_gives_the_same_bits(tmp_path):
     runs = {name: str(tmp_path / name) for name in ("a", "b")}
+    # The tiny model predicts near uniformly, so two of its batch BPCs can
+    # tie in float32 (seed 3 since the boundary placement: steps 3 and 5);
+    # seed 4 gives six distinct ones, which shows that every step trained.
     for out in runs.values():
-        assert run_ptb_char(*COMMON, "--seed=3", f"--output_dir={out}") is None  # stopped at step 6
+        assert run_ptb_char(*COMMON, "--seed=4", f"--output_dir={out}") is None  # stopped at step 6
     a, b = _losses(runs["a"]), _losses(runs["b"])
     assert len(a) == len(b) == 6 and all(np.isfinite(a)) and len(set(a)) == 6
     assert a == b  # exact float equality, step by step
