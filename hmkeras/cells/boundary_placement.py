@@ -59,6 +59,7 @@ import keras
 import tensorflow as tf
 
 from hmkeras import argument_checks
+from hmkeras.cells.boundary_prior import whole_batch_sums
 
 FORMS = ("entropy",)
 
@@ -82,33 +83,18 @@ def deciding_steps(boundaries, mask=None):
     """`A^l` of Eq. (1) as `(batch, time, layers)` 0/1 weights (constant).
 
     Layer 1 decides at every step; layer `l > 1` where `z^{l-1}_t = 1` or
-    `z^l_{t-1} = 1`, read as `z > 1/2` for soft boundaries (before the window's first step the layer is taken not
-    to have ended a segment).  Masked steps decide nothing.
+    `z^l_{t-1} = 1`, read as `z > 1/2` for soft boundaries (before the
+    window's first step the layer is taken not to have ended a segment).
+    Masked steps decide nothing.
     """
     z = tf.cast(tf.stop_gradient(boundaries) > 0.5, boundaries.dtype)
+    # `z^{l-1}_t`, with `z^0_t = 1`: the bottom layer's column is all ones.
     below = tf.concat([tf.ones_like(z[..., :1]), z[..., :-1]], axis=-1)
     previous = tf.pad(z[:, :-1], [[0, 0], [1, 0], [0, 0]])
     active = tf.maximum(below, previous)
-    active = tf.concat([tf.ones_like(z[..., :1]), active[..., 1:]], axis=-1)
     if mask is not None:
         active = active * tf.cast(mask, active.dtype)[..., None]
     return active
-
-
-def _whole_batch_sums(sums):
-    """`(sums, replicas)`: the list `sums` over the whole batch.
-
-    Under a `tf.distribute` strategy with several replicas the sums are
-    all-reduced, so `m^l` is the whole batch's; each replica's loss is then
-    its share of Eq. (1) times the number of replicas, which Keras divides
-    back out before it sums the replicas' gradients (as for
-    `BoundaryPrior`'s rate form).
-    """
-    context = tf.distribute.get_replica_context()
-    replicas = 1 if context is None else context.num_replicas_in_sync
-    if replicas == 1:
-        return sums, 1.0
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, sums), float(replicas)
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -132,7 +118,6 @@ class BoundaryPlacement:
 
     Examples:
 
-        >>> import numpy as np
         >>> BoundaryPlacement(weight=2.0).get_config()
         {'weight': 2.0, 'form': 'entropy'}
     """
@@ -152,7 +137,10 @@ class BoundaryPlacement:
             )
         entropy = predictive_entropy(logits, dtype)[..., None]
         active = deciding_steps(z, mask)
-        (steps, total), replicas = _whole_batch_sums([
+        # Under a strategy `m^l` and `|A^l|` are the whole batch's; each
+        # replica's loss is its share of Eq. (1) times the replicas, which
+        # Keras divides back out before it sums the gradients.
+        (steps, total), replicas = whole_batch_sums([
             tf.reduce_sum(active, axis=[0, 1]),                # |A^l|
             tf.reduce_sum(active * entropy, axis=[0, 1]),      # sum of H over A^l
         ])

@@ -211,6 +211,21 @@ def binomial_negative_log_likelihood(counts, steps, probability):
     )
 
 
+def whole_batch_sums(sums):
+    """`(sums, replicas)`: the tensors of the list `sums`, summed over the
+    replicas of a `tf.distribute` strategy (unchanged on one replica), and
+    the number of replicas (a float).
+
+    The prior's rate form and `BoundaryPlacement` read the whole batch's
+    statistics through it.
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    if replicas == 1:
+        return sums, 1.0
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, sums), float(replicas)
+
+
 def _rate_loss(counts, steps, rates):
     """Eq. (1) without its weight, from this batch's boundary `counts`
     `(layers,)` and `steps`.
@@ -221,12 +236,10 @@ def _rate_loss(counts, steps, rates):
     replica's counts is scaled by the number of replicas, as Keras scales
     every replica's loss by its reciprocal before it sums the gradients.
     """
-    context = tf.distribute.get_replica_context()
-    replicas = 1 if context is None else context.num_replicas_in_sync
+    (all_counts, all_steps), replicas = whole_batch_sums(
+        [tf.stop_gradient(counts), tf.stop_gradient(steps)])
     if replicas == 1:
         return tf.reduce_sum(tf.square(counts / steps - rates))
-    all_counts, all_steps = context.all_reduce(
-        tf.distribute.ReduceOp.SUM, [tf.stop_gradient(counts), tf.stop_gradient(steps)])
     all_rates = all_counts / all_steps
     value = tf.reduce_sum(tf.square(all_rates - rates))
     # d value / d counts = 2 (rate - target) / all_steps, times the replicas.
