@@ -91,6 +91,10 @@ flags.DEFINE_integer("operations_per_token", None, "The most operations per toke
                      "paper's splits and merges between tokens, at most n - 1, then "
                      "the recur that reads the token). Default: 3 for rrnet_reinforce, "
                      "1 for the others.", lower_bound=1)
+flags.DEFINE_enum("memory", None, ["continued", "tree"], "The RRNet cell's LSTM memory "
+                  "at a merge: continued from the sub-tree, or a Tree-LSTM node over the "
+                  "sub-tree's memory and the one saved at its split. Default: tree for "
+                  "rrnet_supervised, continued for the others.")
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
@@ -204,8 +208,9 @@ def run(s):
         max_depth=s["max_depth"], policy_weight=s["policy_weight"],
         entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
         recur_bias=s["recur_bias"], operations_per_token=s["operations_per_token"],
-        seed=s["seed"])
-    s["operations_per_token"] = model.operations_per_token  # the default resolved
+        memory=s["memory"], seed=s["seed"])
+    # The defaults resolved.
+    s["operations_per_token"], s["memory"] = model.operations_per_token, model.memory
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "

@@ -113,15 +113,18 @@ def mlstm_weights(features, units, multiplicative_units, normalized=()):
     return total
 
 
-def recurrent_recursive_weights(embedding, units):
+def recurrent_recursive_weights(embedding, units, tree_memory=False):
     """Jacob et al. Sec. 2: F1, F2, LSTM_R (one input, one recurrent matrix
     and one bias over their 3 x 4 gates), the merge MLP over `[h; h_down]`,
-    F4 (an LSTM unit), and the policy over `[h; e]` with 3 logits."""
+    F4 (an LSTM unit), with `memory="tree"` the down gate of F4 over
+    `[e; h_m]`, and the policy over `[h; e]` with 3 logits."""
     u = units
+    down_gate = (embedding * u, u * u, u) if tree_memory else ()
     return _tensors(
         embedding * 12 * u, u * 12 * u, 12 * u,          # F1 | F2 | LSTM_R
         2 * u * u, u,                                    # merge MLP
         embedding * 4 * u, u * 4 * u, 4 * u,             # F4
+        *down_gate,
         (u + embedding) * 3, 3,                          # policy
     )
 
@@ -272,6 +275,14 @@ def _cases():
             lambda **kw: hmkeras.RecurrentRecursiveCell(
                 4, max_depth=2, mode="supervised", seed=1, **kw),
             operation_inputs(FEATURES), recurrent_recursive_weights(FEATURES, 4),
+            (STEPS, 4 + 3), is_cell=True, masking="rnn",
+        ),
+        LayerCase(
+            # Tree-LSTM merges: the stack saves c_down beside h_down.
+            "RecurrentRecursiveCell_tree_memory", hmkeras.RecurrentRecursiveCell,
+            lambda **kw: hmkeras.RecurrentRecursiveCell(
+                4, max_depth=2, mode="supervised", memory="tree", seed=1, **kw),
+            operation_inputs(FEATURES), recurrent_recursive_weights(FEATURES, 4, True),
             (STEPS, 4 + 3), is_cell=True, masking="rnn",
         ),
         LayerCase(

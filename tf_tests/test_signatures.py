@@ -249,7 +249,7 @@ SERIALIZABLE = {
     "RecurrentRecursiveCell": lambda: hmkeras.RecurrentRecursiveCell(
         np.int64(6), np.int32(3), "reinforce", kernel_initializer="he_normal",
         recurrent_initializer="glorot_normal", bias_initializer="ones",
-        operations_per_token=np.int32(2), seed=np.int64(4)),
+        operations_per_token=np.int32(2), memory="tree", seed=np.int64(4)),
     "MixtureDensityOutput": lambda: hmkeras.MixtureDensityOutput(
         np.int64(3), kernel_initializer="he_normal", bias_initializer="ones",
         kernel_regularizer="l2"),

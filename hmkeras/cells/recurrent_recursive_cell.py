@@ -35,6 +35,8 @@ from hmkeras.cells.independent_initializers import independent_draw
 SPLIT, MERGE, RECUR = 0, 1, 2
 OPERATIONS = ("split", "merge", "recur")
 MODES = ("supervised", "reinforce", "fixed")
+#: What the LSTM memory `c` does at a merge (see `RecurrentRecursiveCell`).
+MEMORIES = ("continued", "tree")
 # Masked-out logits: exp() of it is exactly 0 in float32, so an impossible
 # action has probability 0 and adds 0 to the entropy.
 _IMPOSSIBLE_LOGIT = -1e9
@@ -69,6 +71,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
       from the current `(h, c)`, F4 from `(h_m, c)`; the stack holds `h_down`
       only (not its cell state);
     * the MLP is one layer: `h_m = tanh(W_m [h; h_down] + b_m)`;
+    * what the memory `c` does at a merge is an option (`memory`, below);
+      the paper names only the hidden states;
     * impossible actions (merge on an empty stack, split on a full one) get
       probability 0 in the policy; an impossible *given* action (modes
       `"supervised"` and `"fixed"`), or an id other than 0, 1, 2, is
@@ -76,7 +80,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
       error cannot be raised from inside a compiled loop).
 
     State (a flat list): `[h, c, stack, depth]` with `h`, `c` of shape
-    `(batch, units)`, `stack` `(batch, max_depth * units)` and `depth`
+    `(batch, units)`, `stack` `(batch, max_depth * slot_size)` (`slot_size`
+    is `units`, or `2 * units` with `memory="tree"`) and `depth`
     `(batch, 1)`, a float holding the number of filled slots.
 
     Inputs: one step `(batch, features)`.  In modes `"supervised"` and
@@ -115,6 +120,16 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             (mode `"reinforce"` only): split and merge consume nothing and
             at most `n - 1` of them precede the recur that reads the
             token (Sec. 2; the bound keeps the compiled step finite).
+        memory: `"continued"` (default) or `"tree"`: the LSTM memory `c`
+            at a merge. `"continued"`: F4 continues the sub-tree's memory
+            (one memory runs through every operation; the stack holds
+            `h_down` only). `"tree"`: the stack also saves F1's memory
+            `c_down` at a split, and F4 is a binary Tree-LSTM node (Tai et
+            al. 2015) over both memories, `c = f * c + f_down * c_down +
+            i * g`, so the sub-tree's result and the parent's saved memory
+            each have a gated linear path (see `_merge_unit`). On MEE the
+            supervised RRNet learned faster and generalized further with
+            `"tree"` (`docs/results.md`).
         seed: Optional int, seed of the initial weights and of the sampler.
         **kwargs: Base-layer arguments (`name`, `dtype`, ...).
 
@@ -157,6 +172,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         bias_initializer="zeros",
         recur_bias=0.0,
         operations_per_token=1,
+        memory="continued",
         seed=None,
         **kwargs,
     ):
@@ -174,14 +190,21 @@ class RecurrentRecursiveCell(keras.layers.Layer):
                 "mode='reinforce': in modes 'supervised' and 'fixed' one given "
                 "operation per token consumes it. Received: "
                 f"operations_per_token={operations_per_token!r}, mode={mode!r}")
+        self.memory = argument_checks.check_choice("memory", memory, MEMORIES)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed_generator = keras.random.SeedGenerator(self.seed)
         self.state_size = [
-            self.units, self.units, self.max_depth * self.units, 1,
+            self.units, self.units, self.max_depth * self.slot_size, 1,
         ]
         self.output_size = self.units + self.operations_per_token + 2
+
+    @property
+    def slot_size(self):
+        """Width of one stack slot: `h_down`, followed by its cell state
+        `c_down` with `memory="tree"`."""
+        return self.units * (2 if self.memory == "tree" else 1)
 
     @property
     def has_policy(self):
@@ -259,6 +282,14 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         self.merge_recurrent_kernel = self._matrix(
             "merge_recurrent_kernel", (u, 4 * u), self.recurrent_initializer, 4)
         self.merge_lstm_bias = self._bias("merge_lstm_bias", 1)
+        if self.memory == "tree":
+            # The merge's gate on the saved memory c_down (Eq. M2 below).
+            self.down_gate_input_kernel = self._matrix(
+                "down_gate_input_kernel", (features, u), self.kernel_initializer, 7)
+            self.down_gate_recurrent_kernel = self._matrix(
+                "down_gate_recurrent_kernel", (u, u), self.recurrent_initializer, 8)
+            self.down_gate_bias = self.add_weight(
+                name="down_gate_bias", shape=(u,), initializer="ones")
         if self.has_policy:
             self.policy_kernel = self._matrix("policy_kernel", (u + features, 3),
                                               self.kernel_initializer, 5)
@@ -390,24 +421,49 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         x_part = tf.split(tf.matmul(x, self.kernel), 3, axis=-1)
         h_part = tf.split(tf.matmul(h, self.recurrent_kernel), 3, axis=-1)
         b_part = tf.split(self.bias, 3)
-        # split: h_down = F1(h, x), h = F2(h, x), push h_down.
-        h_down, _ = _lstm_unit(x_part[0], h_part[0], c, b_part[0])
+        # split: h_down = F1(h, x), h = F2(h, x), push h_down (and c_down).
+        h_down, c_down = _lstm_unit(x_part[0], h_part[0], c, b_part[0])
         h_split, c_split = _lstm_unit(x_part[1], h_part[1], c, b_part[1])
         # recur: h = LSTM_R(x, h).
         h_recur, c_recur = _lstm_unit(x_part[2], h_part[2], c, b_part[2])
         # merge: pop h_down, h_m = MLP(h, h_down), h = F4(x, h_m).
         popped, stack_after_pop, depth_after_pop = tensor_stack.pop(
-            stack, depth, is_merge, u)
+            stack, depth, is_merge, self.slot_size)
+        if self.memory == "tree":
+            popped, c_down_popped = tf.split(popped, 2, axis=-1)
         h_m = tf.tanh(tf.matmul(tf.concat([h, popped], -1), self.merge_kernel)
                       + self.merge_bias)
-        h_merge, c_merge = _lstm_unit(
-            tf.matmul(x, self.merge_input_kernel),
-            tf.matmul(h_m, self.merge_recurrent_kernel), c, self.merge_lstm_bias)
+        h_merge, c_merge = self._merge_unit(x, h_m, c, c_down_popped
+                                            if self.memory == "tree" else None)
+        pushed = tf.concat([h_down, c_down], -1) if self.memory == "tree" else h_down
         new_stack, new_depth = tensor_stack.push(
-            stack_after_pop, depth_after_pop, h_down, is_split)
+            stack_after_pop, depth_after_pop, pushed, is_split)
         new_h = is_split * h_split + is_merge * h_merge + is_recur * h_recur
         new_c = is_split * c_split + is_merge * c_merge + is_recur * c_recur
         return [new_h, new_c, new_stack, new_depth]
+
+    def _merge_unit(self, x, h_m, c, c_down=None):
+        """F4: `(h, c)` after a merge, from `h_m = MLP(h, h_down)`.
+
+        With `memory="continued"` (`c_down` None) F4 is an LSTM unit on
+        `(h_m, c)`. With `memory="tree"` it is a binary Tree-LSTM node: the
+        sub-tree's memory `c` and the memory `c_down` saved at the split
+        each pass through a forget gate of their own,
+        `c' = f * c + f_down * c_down + i * g` (M1), `h' = o * tanh(c')`,
+        with `f_down = sigmoid(W_d x + U_d h_m + b_d)` (M2).
+        """
+        x_part = tf.matmul(x, self.merge_input_kernel)
+        h_part = tf.matmul(h_m, self.merge_recurrent_kernel)
+        h_merge, c_merge = _lstm_unit(x_part, h_part, c, self.merge_lstm_bias)
+        if c_down is None:
+            return h_merge, c_merge
+        output_gate = tf.sigmoid(
+            tf.split(x_part + h_part + self.merge_lstm_bias, 4, axis=-1)[3])
+        down_gate = tf.sigmoid(tf.matmul(x, self.down_gate_input_kernel)   # M2
+                               + tf.matmul(h_m, self.down_gate_recurrent_kernel)
+                               + self.down_gate_bias)
+        c_merge = c_merge + down_gate * c_down                              # M1
+        return output_gate * tf.tanh(c_merge), c_merge
 
     def split_outputs(self, outputs):
         """Cuts the cell's output into `(h, actions, log_probs, entropies)`.
@@ -443,6 +499,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             "recur_bias": self.recur_bias,
             "operations_per_token": self.operations_per_token,
+            "memory": self.memory,
             "seed": self.seed,
         }
         return {**super().get_config(), **config}

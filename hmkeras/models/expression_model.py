@@ -46,6 +46,7 @@ import numpy as np
 import tensorflow as tf
 
 from hmkeras import argument_checks
+from hmkeras.cells.recurrent_recursive_cell import MEMORIES
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
@@ -56,6 +57,10 @@ DECODERS = ("autoregressive", "steps")
 # token's recur (the paper's operations). On MEE it was 7.6-12 points ahead
 # of one consuming operation per token at every length (docs/results.md).
 REINFORCE_OPERATIONS_PER_TOKEN = 3
+# Tree-LSTM merges (`memory="tree"`): the supervised RRNet learns faster
+# and generalizes further with them (docs/results.md); the random trees, its
+# control, share its cell. REINFORCE keeps the memory it was measured with.
+TREE_MEMORY_ENCODERS = ("rrnet_supervised", "rrnet_random")
 _ENCODER_MODES = {
     "rrnet_supervised": "supervised",
     "rrnet_reinforce": "reinforce",
@@ -99,6 +104,10 @@ class ExpressionModel(keras.Model):
             nothing, before each token's recur (`RecurrentRecursiveCell`).
             None (default): `REINFORCE_OPERATIONS_PER_TOKEN` (3) for
             `"rrnet_reinforce"`, chosen by measurement, 1 for the others.
+        memory: The RRNet cell's memory at a merge (`RecurrentRecursiveCell`):
+            `"continued"` or `"tree"` (Tree-LSTM merges). None (default):
+            `"tree"` for the encoders in `TREE_MEMORY_ENCODERS`, chosen by
+            measurement, `"continued"` for the others. Not used by `"lstm"`.
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
@@ -108,7 +117,7 @@ class ExpressionModel(keras.Model):
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
                  reward="accuracy", decoder="autoregressive", recur_bias=0.0,
-                 operations_per_token=None, seed=None, **kwargs):
+                 operations_per_token=None, memory=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -134,6 +143,9 @@ class ExpressionModel(keras.Model):
                 "other encoders read one given operation, or none, per token). "
                 f"Received: operations_per_token={operations_per_token!r}, "
                 f"encoder={encoder!r}")
+        if memory is None:
+            memory = "tree" if encoder in TREE_MEMORY_ENCODERS else "continued"
+        self.memory = argument_checks.check_choice("memory", memory, MEMORIES)
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         init = keras.initializers.GlorotUniform(seed=self.seed)
         self.embedding = keras.layers.Embedding(
@@ -145,7 +157,8 @@ class ExpressionModel(keras.Model):
         else:
             self.cell = RecurrentRecursiveCell(
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
-                operations_per_token=self.operations_per_token, seed=self.seed)
+                operations_per_token=self.operations_per_token, memory=self.memory,
+                seed=self.seed)
             self.encoder = keras.layers.RNN(self.cell, return_sequences=True,
                                             return_state=True, name="encoder")
         if encoder == "rrnet_random":
@@ -288,5 +301,6 @@ class ExpressionModel(keras.Model):
             "max_depth": self.max_depth, "policy_weight": self.policy_weight,
             "entropy_weight": self.entropy_weight, "reward": self.reward,
             "decoder": self.decoder_name, "recur_bias": self.recur_bias,
-            "operations_per_token": self.operations_per_token, "seed": self.seed,
+            "operations_per_token": self.operations_per_token, "memory": self.memory,
+            "seed": self.seed,
         }

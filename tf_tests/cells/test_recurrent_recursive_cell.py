@@ -34,13 +34,40 @@ def _lstm(x, h, c, wx, wh, b):
 
 WEIGHT_NAMES = ("kernel", "recurrent_kernel", "bias", "merge_kernel", "merge_bias",
                 "merge_input_kernel", "merge_recurrent_kernel", "merge_lstm_bias",
-                "policy_kernel", "policy_bias")
+                "policy_kernel", "policy_bias", "down_gate_input_kernel",
+                "down_gate_recurrent_kernel", "down_gate_bias")
 
 
 def cell_params(cell):
     """The cell's weights as float64 NumPy arrays, by name."""
     return {name: np.asarray(getattr(cell, name), np.float64)
             for name in WEIGHT_NAMES if hasattr(cell, name)}
+
+
+def reference_split(P, x, h, c, block, tree):
+    """`(h, c, saved)` after a split: F2's state and the pushed slot
+    (`h_down`, with `memory="tree"` followed by F1's memory `c_down`)."""
+    h_down, c_down = _lstm(x, h, c, *block(0))             # F1
+    h, c = _lstm(x, h, c, *block(1))                       # F2
+    return h, c, np.concatenate([h_down, c_down]) if tree else h_down
+
+
+def reference_merge(P, x, h, c, saved, tree):
+    """`(h, c)` after a merge that pops `saved`: h_m = MLP(h, h_down), then
+    F4, an LSTM unit on `(h_m, c)` or, with `memory="tree"`, a binary
+    Tree-LSTM node over `c` and the saved `c_down`."""
+    u = len(h)
+    h_down, c_down = (saved[:u], saved[u:]) if tree else (saved, None)
+    h_m = np.tanh(np.concatenate([h, h_down]) @ P["merge_kernel"] + P["merge_bias"])
+    if not tree:
+        return _lstm(x, h_m, c, P["merge_input_kernel"], P["merge_recurrent_kernel"],
+                     P["merge_lstm_bias"])
+    i, f, g, o = np.split(x @ P["merge_input_kernel"] + h_m @ P["merge_recurrent_kernel"]
+                          + P["merge_lstm_bias"], 4)
+    f_down = _sigmoid(x @ P["down_gate_input_kernel"]
+                      + h_m @ P["down_gate_recurrent_kernel"] + P["down_gate_bias"])
+    c = _sigmoid(f) * c + f_down * c_down + _sigmoid(i) * np.tanh(g)
+    return _sigmoid(o) * np.tanh(c), c
 
 
 def reference_sequence(cell, embeddings, actions_wanted, params=None):
@@ -66,18 +93,14 @@ def reference_sequence(cell, embeddings, actions_wanted, params=None):
         block = lambda k: (wx[:, 4 * u * k: 4 * u * (k + 1)],  # noqa: E731
                            wh[:, 4 * u * k: 4 * u * (k + 1)],
                            b[4 * u * k: 4 * u * (k + 1)])
+        tree = cell.memory == "tree"
         if action == S:
-            h_down, _ = _lstm(x, h, c, *block(0))          # F1
-            h, c = _lstm(x, h, c, *block(1))              # F2
-            stack.append(h_down)
+            h, c, saved = reference_split(P, x, h, c, block, tree)
+            stack.append(saved)
         elif action == R:
             h, c = _lstm(x, h, c, *block(2))              # LSTM_R
         else:
-            h_down = stack.pop()
-            h_m = np.tanh(np.concatenate([h, h_down]) @ P["merge_kernel"]
-                          + P["merge_bias"])
-            h, c = _lstm(x, h_m, c, P["merge_input_kernel"],
-                         P["merge_recurrent_kernel"], P["merge_lstm_bias"])  # F4
+            h, c = reference_merge(P, x, h, c, stack.pop(), tree)
         step.update(h=h, c=c, stack=list(stack), depth=len(stack))
         steps.append(step)
     return steps
@@ -110,9 +133,10 @@ def _executed(sequence, max_depth):
     return executed
 
 
+@pytest.mark.parametrize("memory", ["continued", "tree"])
 @pytest.mark.parametrize("mode", ["supervised", "fixed"])
-def test_given_operations_match_numpy_reference(mode):
-    cell = RecurrentRecursiveCell(5, max_depth=2, mode=mode, seed=1)
+def test_given_operations_match_numpy_reference(mode, memory):
+    cell = RecurrentRecursiveCell(5, max_depth=2, mode=mode, memory=memory, seed=1)
     embeddings = np.random.default_rng(0).normal(size=(4, 8, 3)).astype("float32")
     outputs, (h, c, stack, depth) = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
     out_h, actions, log_probs, entropies = (np.asarray(t) for t in cell.split_outputs(outputs))
@@ -132,9 +156,10 @@ def test_given_operations_match_numpy_reference(mode):
         # zeros above the pointer.
         final = ref[-1]
         assert np.asarray(depth)[row, 0] == final["depth"]
-        slots = np.asarray(stack)[row].reshape(2, 5)
+        width = 10 if memory == "tree" else 5
+        slots = np.asarray(stack)[row].reshape(2, width)
         for k in range(2):
-            expected = final["stack"][k] if k < final["depth"] else np.zeros(5)
+            expected = final["stack"][k] if k < final["depth"] else np.zeros(width)
             np.testing.assert_allclose(slots[k], expected, atol=1e-5)
 
 
@@ -321,9 +346,10 @@ def test_recur_bias_starts_the_policy_near_an_lstm():
     assert RecurrentRecursiveCell(3, max_depth=2).recur_bias == 0.0
 
 
-def test_save_and_load_in_rnn(tmp_path):
+@pytest.mark.parametrize("memory", ["continued", "tree"])
+def test_save_and_load_in_rnn(tmp_path, memory):
     cell = RecurrentRecursiveCell(4, max_depth=2, mode="supervised", recur_bias=1.5,
-                                  seed=9)
+                                  memory=memory, seed=9)
     inputs = keras.Input((None, 4))
     model = keras.Model(inputs, keras.layers.RNN(cell, return_sequences=True)(inputs))
     x = np.asarray(cell.pack_inputs(
@@ -345,6 +371,7 @@ def test_save_and_load_in_rnn(tmp_path):
     (dict(units=4, max_depth=2, seed="x"), "seed"),
     (dict(units=4, max_depth=2, recur_bias=float("nan")), "recur_bias"),
     (dict(units=4, max_depth=2, recur_bias="3"), "recur_bias"),
+    (dict(units=4, max_depth=2, memory="saved"), "memory"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -374,6 +401,24 @@ def test_each_lstm_unit_is_drawn_like_keras_lstm():
     kernel = np.asarray(cell.kernel)
     bound = np.sqrt(6.0 / (5 + 4 * 8))
     assert np.abs(kernel).max() <= bound and np.abs(kernel).max() > 0.8 * bound
+
+
+def test_tree_memory_merges_the_saved_memory():
+    # With memory="tree" a merge's cell state depends on the memory saved at
+    # the split (c_down), through the down gate; with "continued" it cannot:
+    # c_down is not kept. Checked by the gradient of the final c with respect
+    # to the down gate's bias, and by the stack's slot width.
+    embeddings = np.random.default_rng(4).normal(size=(2, 6, 3)).astype("float32")
+    operations = np.array([[S, R, R, M, R, R]] * 2)
+    cell = RecurrentRecursiveCell(4, max_depth=2, memory="tree", seed=2)
+    rnn = keras.layers.RNN(cell, return_state=True)
+    inputs = cell.pack_inputs(embeddings, operations)
+    with tf.GradientTape() as tape:
+        _, _, c, stack, _ = rnn(inputs)
+    gradient = tape.gradient(c, cell.down_gate_bias)
+    assert stack.shape == (2, 2 * 2 * 4)
+    assert np.abs(np.asarray(gradient)).min() > 0
+    assert not hasattr(RecurrentRecursiveCell(4, max_depth=2), "down_gate_bias")
 
 
 def test_bracketed_tree():

@@ -16,6 +16,8 @@ from hmkeras.cells.recurrent_recursive_cell import tree_agreement
 from hmkeras.cells.recurrent_recursive_cell import tree_spans
 from tf_tests.cells.test_recurrent_recursive_cell import _lstm
 from tf_tests.cells.test_recurrent_recursive_cell import cell_params
+from tf_tests.cells.test_recurrent_recursive_cell import reference_merge
+from tf_tests.cells.test_recurrent_recursive_cell import reference_split
 
 S, M, R = SPLIT, MERGE, RECUR
 
@@ -25,6 +27,7 @@ class StackMachine:
 
     def __init__(self, cell):
         self.P, self.u, self.max_depth = cell_params(cell), cell.units, cell.max_depth
+        self.tree = cell.memory == "tree"
         self.h, self.c, self.stack = np.zeros(self.u), np.zeros(self.u), []
 
     def allowed(self, last):
@@ -44,16 +47,12 @@ class StackMachine:
 
     def apply(self, action, x):
         if action == S:
-            h_down, _ = _lstm(x, self.h, self.c, *self._block(0))       # F1
-            self.h, self.c = _lstm(x, self.h, self.c, *self._block(1))  # F2
-            self.stack.append(h_down)
+            self.h, self.c, saved = reference_split(
+                self.P, x, self.h, self.c, self._block, self.tree)
+            self.stack.append(saved)
         elif action == M:
-            h_down = self.stack.pop()
-            h_m = np.tanh(np.concatenate([self.h, h_down]) @ self.P["merge_kernel"]
-                          + self.P["merge_bias"])
-            self.h, self.c = _lstm(x, h_m, self.c, self.P["merge_input_kernel"],
-                                   self.P["merge_recurrent_kernel"],
-                                   self.P["merge_lstm_bias"])          # F4
+            self.h, self.c = reference_merge(
+                self.P, x, self.h, self.c, self.stack.pop(), self.tree)
         else:
             self.h, self.c = _lstm(x, self.h, self.c, *self._block(2))  # LSTM_R
 
@@ -79,10 +78,10 @@ class StackMachine:
         raise AssertionError("no recur within the bound")
 
 
-def _cell(bound, max_depth=2, units=5, seed=0):
+def _cell(bound, max_depth=2, units=5, seed=0, memory="continued"):
     """A cell whose policy picks every operation often (not just recur)."""
     cell = RecurrentRecursiveCell(units, max_depth=max_depth, mode="reinforce",
-                                  operations_per_token=bound, seed=seed)
+                                  operations_per_token=bound, memory=memory, seed=seed)
     cell.build((None, 3))
     rng = np.random.default_rng(seed)
     cell.policy_kernel.assign(rng.normal(scale=1.5, size=cell.policy_kernel.shape))
@@ -95,10 +94,11 @@ def _rows(actions, row):
     return [[int(a) for a in token if a >= 0] for token in actions[row]]
 
 
-@pytest.mark.parametrize("training", [False, True])
-@pytest.mark.parametrize("bound", [2, 3])
-def test_matches_the_stack_machine(training, bound):
-    cell = _cell(bound)
+@pytest.mark.parametrize("training, bound, memory", [
+    (False, 2, "continued"), (False, 3, "continued"), (True, 2, "continued"),
+    (True, 3, "continued"), (True, 3, "tree"), (False, 3, "tree")])
+def test_matches_the_stack_machine(training, bound, memory):
+    cell = _cell(bound, memory=memory)
     x = np.random.default_rng(1).normal(size=(16, 7, 3)).astype("float32")
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     outputs, h_last, c_last, stack, depth = rnn(x, training=training)
@@ -122,7 +122,7 @@ def test_matches_the_stack_machine(training, bound):
             counts += np.bincount(operations, minlength=3)
         np.testing.assert_allclose(np.asarray(c_last)[row], machine.c, atol=1e-5)
         assert np.asarray(depth)[row, 0] == len(machine.stack)
-        slots = np.asarray(stack)[row].reshape(2, 5)
+        slots = np.asarray(stack)[row].reshape(2, cell.slot_size)
         for k, vector in enumerate(machine.stack):
             np.testing.assert_allclose(slots[k], vector, atol=1e-5)
     # The case exercises the new reading: splits and merges between tokens,

@@ -111,6 +111,7 @@ CASES = [
     ("examples/mee.py", ["--operations_per_token=2"],
      ["--operations_per_token=2", "--encoder=rrnet_reinforce"]),
     ("examples/mee.py", ["--operations_per_token=0"], ["--operations_per_token=0"]),
+    ("examples/mee.py", ["--memory=saved"], ["--memory=saved", "continued|tree"]),
     ("bench/bench_cells.py", ["--steps=0"], ["--steps=0", "positive integer"]),
     ("bench/bench_cells.py", ["--cell=gru"], ["--cell=gru", "hmlstm|hmrnn|mlstm"]),
     ("bench/bench_cells.py", ["--layers=1"], ["--layers=1", ">= 2"]),

@@ -99,6 +99,7 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(decoder="tree"), "decoder"),
     (dict(encoder="rrnet_reinforce", operations_per_token=0), "operations_per_token"),
     (dict(encoder="rrnet_supervised", operations_per_token=2), "operations_per_token"),
+    (dict(encoder="rrnet_supervised", memory="saved"), "memory"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -113,6 +114,17 @@ def test_default_operations_per_token():
     assert ExpressionModel("rrnet_reinforce", units=4,
                            operations_per_token=1).cell.operations_per_token == 1
     assert ExpressionModel("lstm", units=4).operations_per_token == 1
+
+
+def test_default_memory():
+    # Tree-LSTM merges for the encoders measured with them (and their
+    # random-tree control), the continued memory for REINFORCE.
+    assert ExpressionModel("rrnet_supervised", units=4).cell.memory == "tree"
+    assert ExpressionModel("rrnet_random", units=4).cell.memory == "tree"
+    assert ExpressionModel("rrnet_reinforce", units=4).cell.memory == "continued"
+    model = ExpressionModel("rrnet_supervised", units=4, memory="continued")
+    assert model.cell.memory == "continued"
+    assert ExpressionModel.from_config(model.get_config()).cell.memory == "continued"
 
 
 def test_reinforce_between_tokens_trains_its_policy():
