@@ -19,6 +19,10 @@ REINFORCE policy splits and merges between tokens, at most twice before
 each token, and only recur reads a token (the paper's operations;
 `--operations_per_token=3`, its default, chosen by measurement);
 `--operations_per_token=1` makes every operation consume its token.
+The supervised and random-tree encoders merge with Tree-LSTM nodes
+(`--memory=tree`, their default, chosen by measurement: the supervised
+RRNet's lead over the LSTM comes with it); `--memory=continued` gives the
+cell's other memory, REINFORCE's default.
 
 The data come from `hmkeras.data.mee.generate_expressions` (plain Python,
 deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
@@ -26,7 +30,7 @@ deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
 --test_size=10000`). The defaults (50,000 / 1,000 / 2,000 per length, 128
 units, 8 epochs of batch 256, Adam 5e-3) are the CPU run of
 `docs/results.md`: 5-11 minutes for the LSTM on a loaded 2-core machine,
-about 40 for the RRNet encoders; `--quick` (10,000 / 500 / 500, 3 epochs)
+25-45 for the RRNet encoders; `--quick` (10,000 / 500 / 500, 3 epochs)
 runs in minutes, a smoke test (the models are still near chance).
 
 Examples:
