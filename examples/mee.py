@@ -98,7 +98,7 @@ flags.DEFINE_integer("operations_per_token", None, "The most operations per toke
 flags.DEFINE_enum("memory", None, ["continued", "tree"], "The RRNet cell's LSTM memory "
                   "at a merge: continued from the sub-tree, or a Tree-LSTM node over the "
                   "sub-tree's memory and the one saved at its split. Default: tree for "
-                  "rrnet_supervised, continued for the others.")
+                  "rrnet_supervised and rrnet_random, continued for rrnet_reinforce.")
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "

@@ -42,12 +42,17 @@ MEMORIES = ("continued", "tree")
 _IMPOSSIBLE_LOGIT = -1e9
 
 
-def _lstm_unit(x_part, h_part, c, bias):
+def _lstm_unit(x_part, h_part, c, bias, added_memory=None):
     """One LSTM unit from its pre-activation parts (Hochreiter &
-    Schmidhuber 1997; gates in Keras' order i, f, g, o)."""
+    Schmidhuber 1997; gates in Keras' order i, f, g, o).
+
+    `added_memory`, when given, is added to the new memory before the
+    output gate reads it (a Tree-LSTM node's second gated memory)."""
     z = x_part + h_part + bias
     i, f, g, o = tf.split(z, 4, axis=-1)
     c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    if added_memory is not None:
+        c = c + added_memory
     return tf.sigmoid(o) * tf.tanh(c), c
 
 
@@ -69,7 +74,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
 
     * every unit is an LSTM with cell state `c`; F1, F2 and LSTM_R start
       from the current `(h, c)`, F4 from `(h_m, c)`; the stack holds `h_down`
-      only (not its cell state);
+      only (not its cell state), unless `memory="tree"`;
     * the MLP is one layer: `h_m = tanh(W_m [h; h_down] + b_m)`;
     * what the memory `c` does at a merge is an option (`memory`, below);
       the paper names only the hidden states;
@@ -429,13 +434,13 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         # merge: pop h_down, h_m = MLP(h, h_down), h = F4(x, h_m).
         popped, stack_after_pop, depth_after_pop = tensor_stack.pop(
             stack, depth, is_merge, self.slot_size)
+        pushed, c_down_popped = h_down, None
         if self.memory == "tree":
             popped, c_down_popped = tf.split(popped, 2, axis=-1)
+            pushed = tf.concat([h_down, c_down], -1)
         h_m = tf.tanh(tf.matmul(tf.concat([h, popped], -1), self.merge_kernel)
                       + self.merge_bias)
-        h_merge, c_merge = self._merge_unit(x, h_m, c, c_down_popped
-                                            if self.memory == "tree" else None)
-        pushed = tf.concat([h_down, c_down], -1) if self.memory == "tree" else h_down
+        h_merge, c_merge = self._merge_unit(x, h_m, c, c_down_popped)
         new_stack, new_depth = tensor_stack.push(
             stack_after_pop, depth_after_pop, pushed, is_split)
         new_h = is_split * h_split + is_merge * h_merge + is_recur * h_recur
@@ -452,18 +457,15 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         `c' = f * c + f_down * c_down + i * g` (M1), `h' = o * tanh(c')`,
         with `f_down = sigmoid(W_d x + U_d h_m + b_d)` (M2).
         """
-        x_part = tf.matmul(x, self.merge_input_kernel)
-        h_part = tf.matmul(h_m, self.merge_recurrent_kernel)
-        h_merge, c_merge = _lstm_unit(x_part, h_part, c, self.merge_lstm_bias)
-        if c_down is None:
-            return h_merge, c_merge
-        output_gate = tf.sigmoid(
-            tf.split(x_part + h_part + self.merge_lstm_bias, 4, axis=-1)[3])
-        down_gate = tf.sigmoid(tf.matmul(x, self.down_gate_input_kernel)   # M2
-                               + tf.matmul(h_m, self.down_gate_recurrent_kernel)
-                               + self.down_gate_bias)
-        c_merge = c_merge + down_gate * c_down                              # M1
-        return output_gate * tf.tanh(c_merge), c_merge
+        added_memory = None
+        if c_down is not None:
+            down_gate = tf.sigmoid(tf.matmul(x, self.down_gate_input_kernel)   # M2
+                                   + tf.matmul(h_m, self.down_gate_recurrent_kernel)
+                                   + self.down_gate_bias)
+            added_memory = down_gate * c_down                                   # M1
+        return _lstm_unit(tf.matmul(x, self.merge_input_kernel),
+                          tf.matmul(h_m, self.merge_recurrent_kernel), c,
+                          self.merge_lstm_bias, added_memory)
 
     def split_outputs(self, outputs):
         """Cuts the cell's output into `(h, actions, log_probs, entropies)`.
