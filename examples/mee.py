@@ -236,6 +236,15 @@ def run(s):
                "valid_accuracy": accuracy(valid),
                "test_accuracy": {str(length): accuracy({length: test[length]})
                                  for length in s["test_lengths"]}}
+    results["parameters"] = parameters
+
+    def save():
+        results["wall_seconds"] = time.time() - started
+        if s["output_dir"]:
+            os.makedirs(s["output_dir"], exist_ok=True)
+            write_results(s["output_dir"], results)
+
+    save()  # the accuracies first, whatever the tree analysis does
     print_table(results)
     print(f"validation accuracy (lengths {s['train_lengths']}): "
           f"{results['valid_accuracy']:.2f}")
@@ -244,11 +253,7 @@ def run(s):
                                      for length in s["test_lengths"]}
         print_tree_agreement(results["tree_agreement"])
     results["trees"] = print_trees(model, test[max(s["train_lengths"])][: s["num_trees"]])
-    results["parameters"] = parameters
-    results["wall_seconds"] = time.time() - started
-    if s["output_dir"]:
-        os.makedirs(s["output_dir"], exist_ok=True)
-        write_results(s["output_dir"], results)
+    save()
     return results
 
 

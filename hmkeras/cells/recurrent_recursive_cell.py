@@ -533,8 +533,9 @@ def bracketed_tree(tokens, actions):
     its token: "[" before a split's token, "]" after a merge's) or one row
     of operations per token (`operations_per_token > 1`: the splits and
     merges before the token, then its recur; "]" closes after the last
-    token read, and sub-trees still open after the last token close at the
-    end, where the reading ends).
+    token read, a merge right after its split shows an empty sub-tree
+    "[]", and sub-trees still open after the last token close at the end,
+    where the reading ends).
 
     Examples:
 
@@ -542,6 +543,8 @@ def bracketed_tree(tokens, actions):
         '[( 1 + 2 )]'
         >>> bracketed_tree("1+2*3", [[2], [2], [0, 2], [2], [2]])  # split before "2"
         '1 + [2 * 3]'
+        >>> bracketed_tree("1+2", [[0, 1, 2], [2], [2]])  # split, merge, read "1"
+        '[]1 + 2'
     """
     if not _per_token(actions):
         pieces = []
@@ -555,15 +558,18 @@ def bracketed_tree(tokens, actions):
                 pieces.append(str(token))
         return " ".join(pieces)
     pieces, opening, depth = [], "", 0
+    unread = 0  # sub-trees opened since the last token read
     for token, row in zip(tokens, actions):
         for action in _token_operations(row):
             if action == SPLIT:
-                opening, depth = opening + "[", depth + 1
-            elif action == MERGE:
+                opening, depth, unread = opening + "[", depth + 1, unread + 1
+            elif action == MERGE and unread:  # an empty sub-tree
+                opening, depth, unread = opening + "]", depth - 1, unread - 1
+            elif action == MERGE and depth:
                 pieces[-1], depth = pieces[-1] + "]", depth - 1
-            else:
+            elif action == RECUR:
                 pieces.append(opening + str(token))
-                opening = ""
+                opening, unread = "", 0
     if pieces:
         pieces[-1] += "]" * depth
     return " ".join(pieces)

@@ -179,6 +179,11 @@ def test_trees_read_between_tokens():
     assert bracketed_tree("1+(2*3)", ROWS) == "1 + [( [2 * 3] )]"
     # A merge right after its split reads no token: no span.
     assert tree_spans([[S, M, R], [R]]) == set()
+    assert bracketed_tree("ab", [[S, M, R], [R]]) == "[]a b"
+    assert bracketed_tree("ab", [[R], [S, M, R]]) == "a []b"
+    assert bracketed_tree("ab", [[S, S, R], [M, M, R]]) == "[[a]] b"
+    assert bracketed_tree("ab", [[S, S, R], [M, R]]) == "[[a] b]"
+    assert bracketed_tree("ab", [[S, S, R], [M, S, M, R]]) == "[[a] []b]"
     assert bracketed_tree("ab", [[R], [S, R]]) == "a [b]"
     # Against the gold tree of the consuming reading ("(" to ")").
     gold = [R, R, S, R, R, R, M]  # span (2, 6)
