@@ -13,7 +13,8 @@ Encoders (`--encoder`): `lstm` (baseline), `rrnet_supervised` (the true
 operations: split at "(", merge at ")", recur otherwise; the policy trained
 on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with a
 learned baseline and an entropy bonus; reward: correctness of the value,
-`--reward=likelihood` for minus the decoder's loss; greedy trees at test
+`--reward=likelihood` for minus the decoder's loss; `--baseline=greedy`
+for the greedy tree's reward as the baseline; greedy trees at test
 time) and `rrnet_random` (a random but fixed operation per symbol). The
 REINFORCE policy splits and merges between tokens, at most twice before
 each token, and only recur reads a token (the paper's operations;
@@ -55,6 +56,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
+BASELINES = ("learned", "greedy")
 DECODERS = ("autoregressive", "steps")
 # Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
 PAPER_TABLE_2 = {
@@ -101,6 +103,9 @@ flags.DEFINE_enum("memory", None, ["continued", "tree"], "The RRNet cell's LSTM 
                   "rrnet_supervised and rrnet_random, continued for rrnet_reinforce.")
 flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss.")
+flags.DEFINE_enum("baseline", "learned", list(BASELINES), "REINFORCE baseline: learned "
+                  "from the expression's tokens (the paper) or the reward of the policy's "
+                  "greedy tree (self-critical; one more forward pass per step).")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
                   "first digit fed back (the paper) or two learned step inputs.")
 flags.DEFINE_integer("seed", 0, "Seed of the data and the model.", lower_bound=0)
@@ -212,7 +217,7 @@ def run(s):
         max_depth=s["max_depth"], policy_weight=s["policy_weight"],
         entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
         recur_bias=s["recur_bias"], operations_per_token=s["operations_per_token"],
-        memory=s["memory"], seed=s["seed"])
+        memory=s["memory"], baseline=s["baseline"], seed=s["seed"])
     # The defaults resolved.
     s["operations_per_token"], s["memory"] = model.operations_per_token, model.memory
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],

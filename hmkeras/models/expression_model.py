@@ -10,9 +10,11 @@ initialises a decoder LSTM that emits the two digits of the value.  Encoders
   otherwise); the policy is trained on them by maximum likelihood;
 * `"rrnet_reinforce"`: `RecurrentRecursiveCell(mode="reinforce")`, the
   tree sampled from the policy and learned by REINFORCE (Williams 1992)
-  with a learned baseline and an entropy bonus; the reward is the
-  correctness of the predicted value (`reward="accuracy"`, the paper's
-  choice) or minus the decoder's loss (`reward="likelihood"`);
+  with a baseline and an entropy bonus; the reward is the correctness of
+  the predicted value (`reward="accuracy"`, the paper's choice) or minus
+  the decoder's loss (`reward="likelihood"`); the baseline is learned
+  (`baseline="learned"`) or the reward of the greedy tree
+  (`baseline="greedy"`, self-critical);
 * `"rrnet_random"`: `RecurrentRecursiveCell(mode="fixed")` with a random
   but fixed operation per symbol (drawn once from `seed`; the paper's
   "random deterministic policies").
@@ -52,6 +54,7 @@ from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
+BASELINES = ("learned", "greedy")
 DECODERS = ("autoregressive", "steps")
 # The REINFORCE encoder's default: up to two splits / merges before each
 # token's recur (the paper's operations). On MEE it was 7.6-12 points ahead
@@ -77,8 +80,13 @@ class ExpressionModel(keras.Model):
     of the true operations, and for `"rrnet_reinforce"` the REINFORCE
     surrogate `-(r - b) * sum_t log p(z_t)` (times `policy_weight`) minus
     `entropy_weight * sum_t H_t`, plus the baseline's squared error
-    `(r - b)^2`.  The baseline `b` is a linear function of the mean token
-    embedding (no gradient reaches the embedding through it).
+    `(r - b)^2`.  With `baseline="learned"` the baseline `b` is a linear
+    function of the mean token embedding (no gradient reaches the embedding
+    through it).  With `baseline="greedy"` it is the reward of the tree the
+    policy's argmax builds on the same expression (self-critical training,
+    Rennie et al. 2017): an extra forward pass per step, no baseline
+    weights, and a sampled tree is pushed up only if it beats the greedy
+    one, the tree used at test time.
 
     Args:
         encoder: One of `ENCODERS`.
@@ -96,6 +104,7 @@ class ExpressionModel(keras.Model):
         entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
             the ratio 0.01 to `policy_weight`.
         reward: `"accuracy"` or `"likelihood"` (REINFORCE).
+        baseline: `"learned"` or `"greedy"` (REINFORCE); see above.
         recur_bias: The RRNet policy's initial recur logit
             (`RecurrentRecursiveCell`); 0 starts from a uniform policy.
         operations_per_token: 1, one operation per token, which consumes
@@ -117,7 +126,8 @@ class ExpressionModel(keras.Model):
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
                  reward="accuracy", decoder="autoregressive", recur_bias=0.0,
-                 operations_per_token=None, memory=None, seed=None, **kwargs):
+                 operations_per_token=None, memory=None, baseline="learned", seed=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -130,6 +140,7 @@ class ExpressionModel(keras.Model):
         self.entropy_weight = argument_checks.check_float(
             "entropy_weight", entropy_weight, minimum=0)
         self.reward = argument_checks.check_choice("reward", reward, REWARDS)
+        self.baseline_name = argument_checks.check_choice("baseline", baseline, BASELINES)
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
         if operations_per_token is None:
@@ -175,7 +186,7 @@ class ExpressionModel(keras.Model):
         self.decoder = keras.layers.LSTM(units, return_sequences=True, return_state=True,
                                          name="decoder", seed=self.seed)
         self.readout = keras.layers.Dense(10, name="readout")
-        if encoder == "rrnet_reinforce":
+        if encoder == "rrnet_reinforce" and baseline == "learned":
             self.baseline = keras.layers.Dense(1, name="baseline")
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
@@ -240,16 +251,29 @@ class ExpressionModel(keras.Model):
     def call(self, inputs, training=False):
         return self.analyze(inputs, training=training)[0]
 
-    def _objective(self, inputs, digits, training):
-        # With teacher forcing, "both digits right" is the greedy decoder's
-        # correctness: a right first digit is the one fed back either way.
-        logits, tree = self.analyze(inputs, training=training, digits=digits)
+    def _task(self, logits, digits):
+        """Per-example decoder loss and correctness (both digits right)."""
         digits = tf.cast(digits, tf.int32)
         per_digit = keras.losses.sparse_categorical_crossentropy(
             digits, logits, from_logits=True)
         task = tf.reduce_sum(per_digit, axis=-1)  # (batch,)
         correct = tf.cast(tf.reduce_all(
             tf.argmax(logits, -1, output_type=tf.int32) == digits, axis=-1), task.dtype)
+        return task, correct
+
+    def _reward(self, task, correct):
+        return tf.stop_gradient(correct if self.reward == "accuracy" else -task)
+
+    def greedy_reward(self, inputs, digits):
+        """The reward of the greedy (argmax) trees: the self-critical baseline."""
+        logits, _ = self.analyze(inputs, training=False, digits=digits)
+        return self._reward(*self._task(logits, digits))
+
+    def _objective(self, inputs, digits, training, greedy_reward=None):
+        # With teacher forcing, "both digits right" is the greedy decoder's
+        # correctness: a right first digit is the one fed back either way.
+        logits, tree = self.analyze(inputs, training=training, digits=digits)
+        task, correct = self._task(logits, digits)
         loss = tf.reduce_mean(task)
         policy = tf.zeros(())
         if tree is not None and self.encoder_name != "rrnet_random":
@@ -259,23 +283,34 @@ class ExpressionModel(keras.Model):
                 policy = -tf.reduce_mean(sequence_log_prob)
                 loss += self.policy_weight * policy
             else:
-                reward = correct if self.reward == "accuracy" else -task
-                reward = tf.stop_gradient(reward)
-                mean_embedding = tf.reduce_sum(
-                    self.embedding(tf.cast(inputs["tokens"], tf.int32))
-                    * mask[..., None], axis=1) / tf.reduce_sum(mask, 1, keepdims=True)
-                baseline = self.baseline(tf.stop_gradient(mean_embedding))[:, 0]
+                reward = self._reward(task, correct)
+                baseline = self._baseline(inputs, mask, reward, greedy_reward)
                 advantage = tf.stop_gradient(reward - baseline)
                 policy = -tf.reduce_mean(advantage * sequence_log_prob)
                 entropy = tf.reduce_mean(tf.reduce_sum(entropies * mask, axis=-1))
-                loss += (self.policy_weight * policy - self.entropy_weight * entropy
-                         + tf.reduce_mean(tf.square(reward - baseline)))
+                loss += self.policy_weight * policy - self.entropy_weight * entropy
+                if self.baseline_name == "learned":
+                    loss += tf.reduce_mean(tf.square(reward - baseline))
         return loss, correct, policy
+
+    def _baseline(self, inputs, mask, reward, greedy_reward):
+        """REINFORCE's baseline `b` per example."""
+        if self.baseline_name == "learned":
+            mean_embedding = tf.reduce_sum(
+                self.embedding(tf.cast(inputs["tokens"], tf.int32))
+                * mask[..., None], axis=1) / tf.reduce_sum(mask, 1, keepdims=True)
+            return self.baseline(tf.stop_gradient(mean_embedding))[:, 0]
+        # Evaluation builds the greedy tree itself: no advantage.
+        return reward if greedy_reward is None else greedy_reward
 
     def train_step(self, data):
         inputs, digits = data[0], data[1]
+        greedy_reward = None
+        if self.encoder_name == "rrnet_reinforce" and self.baseline_name == "greedy":
+            greedy_reward = self.greedy_reward(inputs, digits)
         with tf.GradientTape() as tape:
-            loss, correct, policy = self._objective(inputs, digits, training=True)
+            loss, correct, policy = self._objective(inputs, digits, training=True,
+                                                    greedy_reward=greedy_reward)
         variables = self.trainable_variables
         gradients = tape.gradient(loss, variables)
         self.optimizer.apply_gradients(
@@ -302,5 +337,5 @@ class ExpressionModel(keras.Model):
             "entropy_weight": self.entropy_weight, "reward": self.reward,
             "decoder": self.decoder_name, "recur_bias": self.recur_bias,
             "operations_per_token": self.operations_per_token, "memory": self.memory,
-            "seed": self.seed,
+            "baseline": self.baseline_name, "seed": self.seed,
         }

@@ -100,6 +100,7 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(encoder="rrnet_reinforce", operations_per_token=0), "operations_per_token"),
     (dict(encoder="rrnet_supervised", operations_per_token=2), "operations_per_token"),
     (dict(encoder="rrnet_supervised", memory="saved"), "memory"),
+    (dict(encoder="rrnet_reinforce", baseline="mean"), "baseline"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -145,9 +146,61 @@ def test_reinforce_between_tokens_trains_its_policy():
     assert not np.allclose(np.asarray(model.cell.policy_kernel), before)
 
 
+@pytest.mark.parametrize("reward", ["accuracy", "likelihood"])
+def test_greedy_baseline_is_the_greedy_trees_reward(reward):
+    """`baseline="greedy"`: the surrogate is -(r(sampled) - r(greedy)) *
+    log p(sampled tree), with r of the greedy tree from its own pass."""
+    _, inputs, digits = _batch(count=16)
+    model = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4, reward=reward,
+                            baseline="greedy", policy_weight=1.0, entropy_weight=0.0,
+                            seed=1)
+    assert not hasattr(model, "baseline")  # no baseline weights
+    # Half the targets are the greedy model's answers: some are right.
+    digits[::2] = np.argmax(np.asarray(model(inputs)), -1)[::2]
+    greedy_logits, greedy_tree = model.analyze(inputs, training=False, digits=digits)
+    sampler = model.cell.seed_generator.state
+    start = np.asarray(sampler).copy()
+    logits, (sampled, log_probs, _, mask) = model.analyze(inputs, training=True,
+                                                          digits=digits)
+    assert not np.array_equal(np.asarray(sampled), np.asarray(greedy_tree[0]))
+
+    def rewards(logits):
+        probabilities = tf.nn.softmax(logits).numpy()
+        task = -np.sum(np.log(np.take_along_axis(
+            probabilities, digits[..., None], -1)[..., 0]), -1)
+        correct = np.all(np.argmax(probabilities, -1) == digits, -1)
+        return correct.astype(float) if reward == "accuracy" else -task
+
+    greedy = np.asarray(model.greedy_reward(inputs, digits))
+    np.testing.assert_allclose(greedy, rewards(np.asarray(greedy_logits)), rtol=1e-5,
+                               atol=1e-6)
+    sampler.assign(start)  # the same sampled trees
+    loss, _, policy = model._objective(inputs, digits, training=True,
+                                       greedy_reward=greedy)
+    advantage = rewards(np.asarray(logits)) - greedy
+    if reward == "likelihood":  # (an untrained model's answers hardly
+        assert np.all(advantage != 0)  # depend on the tree)
+    assert np.any(greedy > 0) if reward == "accuracy" else np.all(greedy < 0)
+    log_prob = np.sum(np.asarray(log_probs) * np.asarray(mask), -1)
+    assert float(policy) == pytest.approx(-np.mean(advantage * log_prob), rel=1e-4,
+                                          abs=1e-6)
+    # Evaluation builds the greedy tree: no advantage, no policy loss.
+    assert float(model._objective(inputs, digits, training=False)[2]) == 0.0
+    if reward == "accuracy":
+        return
+    # No baseline regression term in the loss.
+    task = -np.mean(rewards(np.asarray(logits)))
+    assert float(loss) == pytest.approx(task + float(policy), rel=1e-4)
+    model.compile(optimizer=keras.optimizers.Adam(0.01))
+    before = np.asarray(model.cell.policy_kernel).copy()
+    logs = model.train_on_batch(inputs, digits, return_dict=True)
+    assert np.isfinite(logs["loss"]) and logs["policy_loss"] != 0
+    assert not np.allclose(np.asarray(model.cell.policy_kernel), before)
+
+
 def test_config_round_trip():
     model = ExpressionModel("rrnet_reinforce", units=5, embedding_dim=3, max_depth=4,
                             reward="likelihood", decoder="steps",
-                            operations_per_token=2, seed=2)
+                            operations_per_token=2, baseline="greedy", seed=2)
     clone = ExpressionModel.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
