@@ -530,7 +530,8 @@ def bracketed_tree(tokens, actions):
     """A tree as text: "[" opens at a split, "]" closes after a merge.
 
     `actions` holds one operation id per token (every operation consumes
-    its token: "[" before a split's token, "]" after a merge's) or one row
+    its token: "[" before a split's token, "]" after a merge's; a merge
+    with nothing to close shows its token alone) or one row
     of operations per token (`operations_per_token > 1`: the splits and
     merges before the token, then its recur; "]" closes after the last
     token read, a merge right after its split shows an empty sub-tree
@@ -547,14 +548,16 @@ def bracketed_tree(tokens, actions):
         '[]1 + 2'
     """
     if not _per_token(actions):
-        pieces = []
+        pieces, depth = [], 0
         for token, action in zip(tokens, actions):
             action = int(action)
             if action == SPLIT:
                 pieces.append(f"[{token}")
-            elif action == MERGE:
+                depth += 1
+            elif action == MERGE and depth:
                 pieces.append(f"{token}]")
-            else:
+                depth -= 1
+            else:  # a recur, or a merge with nothing to close
                 pieces.append(str(token))
         return " ".join(pieces)
     pieces, opening, depth = [], "", 0

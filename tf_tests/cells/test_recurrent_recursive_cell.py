@@ -424,6 +424,9 @@ def test_tree_memory_merges_the_saved_memory():
 def test_bracketed_tree():
     assert bracketed_tree("((1+2)*3)", [S, S, R, R, R, M, R, R, M]) == \
         "[( [( 1 + 2 )] * 3 )]"
+    # A merge with nothing to close is its token alone, as in `tree_spans`.
+    assert bracketed_tree("((1+2)*3)", [S, R, R, R, R, M, R, R, M]) == \
+        "[( ( 1 + 2 )] * 3 )"
 
 
 # "((1+2)*3)": the gold tree and four guesses, with their spans by hand.
