@@ -58,6 +58,13 @@ ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
 BASELINES = ("learned", "greedy")
 DECODERS = ("autoregressive", "steps")
+# Options of some encoders: (flag, its default, the encoders that use it).
+ENCODER_OPTIONS = (
+    ("reward", "accuracy", ("rrnet_reinforce",)),
+    ("baseline", "learned", ("rrnet_reinforce",)),
+    ("recur_bias", 0.0, ("rrnet_supervised", "rrnet_reinforce")),
+    ("memory", None, ("rrnet_supervised", "rrnet_reinforce", "rrnet_random")),
+)
 # Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
 PAPER_TABLE_2 = {
     "lstm": {"train": 75.80, 4: 81.32, 5: 67.65, 6: 52.70, 7: 41.35},
@@ -144,6 +151,11 @@ def resolve_settings(flag_values):
             "encoders read one given operation, or none, per token). Received: "
             f"--operations_per_token={settings['operations_per_token']} "
             f"--encoder={settings['encoder']}")
+    for name, default, users in ENCODER_OPTIONS:
+        if settings[name] != default and settings["encoder"] not in users:
+            raise FlagError(
+                f"--{name} is an option of --encoder={'|'.join(users)} only. Received: "
+                f"--{name}={settings[name]} --encoder={settings['encoder']}")
     return settings
 
 

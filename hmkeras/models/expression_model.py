@@ -71,6 +71,15 @@ _ENCODER_MODES = {
 }
 
 
+def _check_used(name, value, default, encoder, users):
+    """Refuses an option set away from its default for an encoder that
+    does not use it."""
+    if value != default and encoder not in users:
+        raise ValueError(
+            f"`{name}` is an option of encoder {' / '.join(map(repr, users))} only. "
+            f"Received: {name}={value!r}, encoder={encoder!r}")
+
+
 @keras.saving.register_keras_serializable(package="hmkeras")
 class ExpressionModel(keras.Model):
     """Expression encoder + two-digit decoder, with the RRNet policy losses.
@@ -88,6 +97,9 @@ class ExpressionModel(keras.Model):
     weights, and a sampled tree is pushed up only if it beats the greedy
     one, the tree used at test time.
 
+    An option set for an encoder that does not use it (`reward`,
+    `baseline`, `recur_bias`, `memory`) raises `ValueError`.
+
     Args:
         encoder: One of `ENCODERS`.
         vocab_size: Number of token ids (0 is padding).
@@ -103,10 +115,12 @@ class ExpressionModel(keras.Model):
             policy's own weights learn as fast at 0.01.
         entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
             the ratio 0.01 to `policy_weight`.
-        reward: `"accuracy"` or `"likelihood"` (REINFORCE).
-        baseline: `"learned"` or `"greedy"` (REINFORCE); see above.
+        reward: `"accuracy"` or `"likelihood"` (`"rrnet_reinforce"` only).
+        baseline: `"learned"` or `"greedy"` (`"rrnet_reinforce"` only);
+            see above.
         recur_bias: The RRNet policy's initial recur logit
-            (`RecurrentRecursiveCell`); 0 starts from a uniform policy.
+            (`RecurrentRecursiveCell`; `"rrnet_supervised"` and
+            `"rrnet_reinforce"` only); 0 starts from a uniform policy.
         operations_per_token: 1, one operation per token, which consumes
             it; `n > 1` (`"rrnet_reinforce"` only), the paper's
             operations: up to `n - 1` splits and merges, which consume
@@ -116,7 +130,8 @@ class ExpressionModel(keras.Model):
         memory: The RRNet cell's memory at a merge (`RecurrentRecursiveCell`):
             `"continued"` or `"tree"` (Tree-LSTM merges). None (default):
             `"tree"` for the encoders in `TREE_MEMORY_ENCODERS`, chosen by
-            measurement, `"continued"` for the others. Not used by `"lstm"`.
+            measurement, `"continued"` for REINFORCE; the `"lstm"` encoder
+            takes none (its `memory` attribute is None).
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
@@ -141,8 +156,12 @@ class ExpressionModel(keras.Model):
             "entropy_weight", entropy_weight, minimum=0)
         self.reward = argument_checks.check_choice("reward", reward, REWARDS)
         self.baseline_name = argument_checks.check_choice("baseline", baseline, BASELINES)
+        _check_used("reward", reward, "accuracy", encoder, ("rrnet_reinforce",))
+        _check_used("baseline", baseline, "learned", encoder, ("rrnet_reinforce",))
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
+        _check_used("recur_bias", recur_bias, 0.0, encoder,
+                    ("rrnet_supervised", "rrnet_reinforce"))
         if operations_per_token is None:
             operations_per_token = REINFORCE_OPERATIONS_PER_TOKEN if (
                 encoder == "rrnet_reinforce") else 1
@@ -154,9 +173,12 @@ class ExpressionModel(keras.Model):
                 "other encoders read one given operation, or none, per token). "
                 f"Received: operations_per_token={operations_per_token!r}, "
                 f"encoder={encoder!r}")
-        if memory is None:
+        _check_used("memory", memory, None, encoder, tuple(_ENCODER_MODES))
+        if memory is None and encoder != "lstm":
             memory = "tree" if encoder in TREE_MEMORY_ENCODERS else "continued"
-        self.memory = argument_checks.check_choice("memory", memory, MEMORIES)
+        if memory is not None:
+            memory = argument_checks.check_choice("memory", memory, MEMORIES)
+        self.memory = memory
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         init = keras.initializers.GlorotUniform(seed=self.seed)
         self.embedding = keras.layers.Embedding(

@@ -101,6 +101,11 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(encoder="rrnet_supervised", operations_per_token=2), "operations_per_token"),
     (dict(encoder="rrnet_supervised", memory="saved"), "memory"),
     (dict(encoder="rrnet_reinforce", baseline="mean"), "baseline"),
+    # Options of other encoders.
+    (dict(encoder="rrnet_supervised", reward="likelihood"), "reward"),
+    (dict(encoder="lstm", baseline="greedy"), "baseline"),
+    (dict(encoder="rrnet_random", recur_bias=3.0), "recur_bias"),
+    (dict(encoder="lstm", memory="tree"), "memory"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -123,6 +128,7 @@ def test_default_memory():
     assert ExpressionModel("rrnet_supervised", units=4).cell.memory == "tree"
     assert ExpressionModel("rrnet_random", units=4).cell.memory == "tree"
     assert ExpressionModel("rrnet_reinforce", units=4).cell.memory == "continued"
+    assert ExpressionModel("lstm", units=4).memory is None
     model = ExpressionModel("rrnet_supervised", units=4, memory="continued")
     assert model.cell.memory == "continued"
     assert ExpressionModel.from_config(model.get_config()).cell.memory == "continued"
