@@ -11,11 +11,11 @@ after a merge).
 
 Encoders (`--encoder`): `lstm` (baseline), `rrnet_supervised` (the true
 operations: split at "(", merge at ")", recur otherwise; the policy trained
-on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with a
-learned baseline and an entropy bonus; reward: correctness of the value,
-`--reward=likelihood` for minus the decoder's loss; `--baseline=greedy`
-for the greedy tree's reward as the baseline; greedy trees at test
-time) and `rrnet_random` (a random but fixed operation per symbol). The
+on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with
+an entropy bonus; by default the reward is minus the decoder's loss and
+the baseline the reward of the policy's greedy tree, chosen by
+measurement; `--reward=accuracy --baseline=learned` for the paper's
+correctness reward and a learned baseline; greedy trees at test time) and `rrnet_random` (a random but fixed operation per symbol). The
 REINFORCE policy splits and merges between tokens, at most twice before
 each token, and only recur reads a token (the paper's operations;
 `--operations_per_token=3`, its default, chosen by measurement);
@@ -37,7 +37,8 @@ runs in minutes, a smoke test (the models are still near chance).
 Examples:
 
     python examples/mee.py --encoder=rrnet_supervised
-    python examples/mee.py --encoder=rrnet_reinforce --reward=likelihood
+    python examples/mee.py --encoder=rrnet_reinforce
+    python examples/mee.py --encoder=rrnet_reinforce --reward=accuracy --baseline=learned
     python examples/mee.py --encoder=lstm --quick       # minutes
     python examples/mee.py --encoder=lstm --tiny        # a smoke test
 """
@@ -60,8 +61,8 @@ BASELINES = ("learned", "greedy")
 DECODERS = ("autoregressive", "steps")
 # Options of some encoders: (flag, its default, the encoders that use it).
 ENCODER_OPTIONS = (
-    ("reward", "accuracy", ("rrnet_reinforce",)),
-    ("baseline", "learned", ("rrnet_reinforce",)),
+    ("reward", None, ("rrnet_reinforce",)),
+    ("baseline", None, ("rrnet_reinforce",)),
     ("recur_bias", 0.0, ("rrnet_supervised", "rrnet_reinforce")),
     ("memory", None, ("rrnet_supervised", "rrnet_reinforce", "rrnet_random")),
 )
@@ -108,11 +109,11 @@ flags.DEFINE_enum("memory", None, ["continued", "tree"], "The RRNet cell's LSTM 
                   "at a merge: continued from the sub-tree, or a Tree-LSTM node over the "
                   "sub-tree's memory and the one saved at its split. Default: tree for "
                   "rrnet_supervised and rrnet_random, continued for rrnet_reinforce.")
-flags.DEFINE_enum("reward", "accuracy", list(REWARDS), "REINFORCE reward: correctness "
-                  "(the paper) or minus the decoder loss.")
-flags.DEFINE_enum("baseline", "learned", list(BASELINES), "REINFORCE baseline: learned "
-                  "from the expression's tokens (the paper) or the reward of the policy's "
-                  "greedy tree (self-critical; one more forward pass per step).")
+flags.DEFINE_enum("reward", None, list(REWARDS), "REINFORCE reward: correctness "
+                  "(the paper) or minus the decoder loss. Default: likelihood.")
+flags.DEFINE_enum("baseline", None, list(BASELINES), "REINFORCE baseline: learned "
+                  "from the expression's tokens, or the reward of the policy's greedy "
+                  "tree (self-critical; one more forward pass per step). Default: greedy.")
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
                   "first digit fed back (the paper) or two learned step inputs.")
 flags.DEFINE_integer("seed", 0, "Seed of the data and the model.", lower_bound=0)
@@ -232,6 +233,7 @@ def run(s):
         memory=s["memory"], baseline=s["baseline"], seed=s["seed"])
     # The defaults resolved.
     s["operations_per_token"], s["memory"] = model.operations_per_token, model.memory
+    s["reward"], s["baseline"] = model.reward, model.baseline_name
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "

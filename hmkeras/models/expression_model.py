@@ -10,11 +10,12 @@ initialises a decoder LSTM that emits the two digits of the value.  Encoders
   otherwise); the policy is trained on them by maximum likelihood;
 * `"rrnet_reinforce"`: `RecurrentRecursiveCell(mode="reinforce")`, the
   tree sampled from the policy and learned by REINFORCE (Williams 1992)
-  with a baseline and an entropy bonus; the reward is the correctness of
-  the predicted value (`reward="accuracy"`, the paper's choice) or minus
-  the decoder's loss (`reward="likelihood"`); the baseline is learned
-  (`baseline="learned"`) or the reward of the greedy tree
-  (`baseline="greedy"`, self-critical);
+  with a baseline and an entropy bonus; by default the reward is minus
+  the decoder's loss (`reward="likelihood"`) and the baseline the reward
+  of the policy's greedy tree (`baseline="greedy"`, self-critical), chosen
+  by measurement; the paper's reward is the correctness of the predicted
+  value (`reward="accuracy"`) and `baseline="learned"` learns the
+  baseline;
 * `"rrnet_random"`: `RecurrentRecursiveCell(mode="fixed")` with a random
   but fixed operation per symbol (drawn once from `seed`; the paper's
   "random deterministic policies").
@@ -55,6 +56,11 @@ from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
 BASELINES = ("learned", "greedy")
+# The REINFORCE encoder's defaults: on MEE they were 2.0-3.0 points ahead of
+# the paper's reward and learned baseline at every length, and the only
+# REINFORCE options whose trees followed some brackets (docs/results.md).
+REINFORCE_REWARD = "likelihood"
+REINFORCE_BASELINE = "greedy"
 DECODERS = ("autoregressive", "steps")
 # The REINFORCE encoder's default: up to two splits / merges before each
 # token's recur (the paper's operations). On MEE it was 7.6-12 points ahead
@@ -116,8 +122,11 @@ class ExpressionModel(keras.Model):
         entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
             the ratio 0.01 to `policy_weight`.
         reward: `"accuracy"` or `"likelihood"` (`"rrnet_reinforce"` only).
+            None (default): `REINFORCE_REWARD`, `"likelihood"`, for
+            `"rrnet_reinforce"`, chosen by measurement (`docs/results.md`).
         baseline: `"learned"` or `"greedy"` (`"rrnet_reinforce"` only);
-            see above.
+            see above. None (default): `REINFORCE_BASELINE`, `"greedy"`,
+            for `"rrnet_reinforce"`, chosen by measurement.
         recur_bias: The RRNet policy's initial recur logit
             (`RecurrentRecursiveCell`; `"rrnet_supervised"` and
             `"rrnet_reinforce"` only); 0 starts from a uniform policy.
@@ -140,8 +149,8 @@ class ExpressionModel(keras.Model):
 
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
-                 reward="accuracy", decoder="autoregressive", recur_bias=0.0,
-                 operations_per_token=None, memory=None, baseline="learned", seed=None,
+                 reward=None, decoder="autoregressive", recur_bias=0.0,
+                 operations_per_token=None, memory=None, baseline=None, seed=None,
                  **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
@@ -154,10 +163,15 @@ class ExpressionModel(keras.Model):
             "policy_weight", policy_weight, minimum=0)
         self.entropy_weight = argument_checks.check_float(
             "entropy_weight", entropy_weight, minimum=0)
-        self.reward = argument_checks.check_choice("reward", reward, REWARDS)
-        self.baseline_name = argument_checks.check_choice("baseline", baseline, BASELINES)
-        _check_used("reward", reward, "accuracy", encoder, ("rrnet_reinforce",))
-        _check_used("baseline", baseline, "learned", encoder, ("rrnet_reinforce",))
+        _check_used("reward", reward, None, encoder, ("rrnet_reinforce",))
+        _check_used("baseline", baseline, None, encoder, ("rrnet_reinforce",))
+        if encoder == "rrnet_reinforce":
+            reward = argument_checks.check_choice(
+                "reward", REINFORCE_REWARD if reward is None else reward, REWARDS)
+            baseline = argument_checks.check_choice(
+                "baseline", REINFORCE_BASELINE if baseline is None else baseline,
+                BASELINES)
+        self.reward, self.baseline_name = reward, baseline
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
         _check_used("recur_bias", recur_bias, 0.0, encoder,

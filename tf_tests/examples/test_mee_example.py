@@ -26,7 +26,9 @@ def test_tiny_reinforce_run_end_to_end(tmp_path, capsys, operations_per_token):
     # The default is the paper's reading, three operations per token at most.
     operations_per_token = operations_per_token or 3
     assert results["settings"]["operations_per_token"] == operations_per_token
-    assert results["settings"]["memory"] == "continued"  # REINFORCE's default
+    assert results["settings"]["memory"] == "continued"  # REINFORCE's defaults
+    assert results["settings"]["reward"] == "likelihood"
+    assert results["settings"]["baseline"] == "greedy"
     printed = capsys.readouterr().out
     with open(os.path.join(out, "results.json")) as f:
         saved = json.load(f)

@@ -93,7 +93,7 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(encoder="gru"), "encoder"),
-    (dict(reward="bits"), "reward"),
+    (dict(encoder="rrnet_reinforce", reward="bits"), "reward"),
     (dict(units=0), "units"),
     (dict(entropy_weight=-1.0), "entropy_weight"),
     (dict(decoder="tree"), "decoder"),
@@ -129,6 +129,21 @@ def test_default_memory():
     assert ExpressionModel("rrnet_random", units=4).cell.memory == "tree"
     assert ExpressionModel("rrnet_reinforce", units=4).cell.memory == "continued"
     assert ExpressionModel("lstm", units=4).memory is None
+
+
+def test_default_reward_and_baseline():
+    # REINFORCE's, chosen by measurement; the other encoders take none.
+    model = ExpressionModel("rrnet_reinforce", units=4)
+    assert (model.reward, model.baseline_name) == ("likelihood", "greedy")
+    assert not hasattr(model, "baseline")
+    model = ExpressionModel("rrnet_reinforce", units=4, reward="accuracy",
+                            baseline="learned")
+    assert (model.reward, model.baseline_name) == ("accuracy", "learned")
+    assert isinstance(model.baseline, keras.layers.Dense)
+    clone = ExpressionModel.from_config(model.get_config())
+    assert (clone.reward, clone.baseline_name) == ("accuracy", "learned")
+    model = ExpressionModel("rrnet_supervised", units=4)
+    assert (model.reward, model.baseline_name) == (None, None)
     model = ExpressionModel("rrnet_supervised", units=4, memory="continued")
     assert model.cell.memory == "continued"
     assert ExpressionModel.from_config(model.get_config()).cell.memory == "continued"
