@@ -15,7 +15,8 @@ on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with
 an entropy bonus; by default the reward is minus the decoder's loss and
 the baseline the reward of the policy's greedy tree, chosen by
 measurement; `--reward=accuracy --baseline=learned` for the paper's
-correctness reward and a learned baseline; greedy trees at test time) and `rrnet_random` (a random but fixed operation per symbol). The
+correctness reward and a learned baseline; greedy trees at test time)
+and `rrnet_random` (a random but fixed operation per symbol). The
 REINFORCE policy splits and merges between tokens, at most twice before
 each token, and only recur reads a token (the paper's operations;
 `--operations_per_token=3`, its default, chosen by measurement);

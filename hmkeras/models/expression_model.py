@@ -94,10 +94,10 @@ class ExpressionModel(keras.Model):
     `"rrnet_supervised"`, `policy_weight` times the negative log-likelihood
     of the true operations, and for `"rrnet_reinforce"` the REINFORCE
     surrogate `-(r - b) * sum_t log p(z_t)` (times `policy_weight`) minus
-    `entropy_weight * sum_t H_t`, plus the baseline's squared error
-    `(r - b)^2`.  With `baseline="learned"` the baseline `b` is a linear
-    function of the mean token embedding (no gradient reaches the embedding
-    through it).  With `baseline="greedy"` it is the reward of the tree the
+    `entropy_weight * sum_t H_t`.  With `baseline="learned"` the baseline
+    `b` is a linear function of the mean token embedding (no gradient
+    reaches the embedding through it), trained by adding its squared error
+    `(r - b)^2`.  With `baseline="greedy"` it is the reward of the tree the
     policy's argmax builds on the same expression (self-critical training,
     Rennie et al. 2017): an extra forward pass per step, no baseline
     weights, and a sampled tree is pushed up only if it beats the greedy
@@ -222,7 +222,7 @@ class ExpressionModel(keras.Model):
         self.decoder = keras.layers.LSTM(units, return_sequences=True, return_state=True,
                                          name="decoder", seed=self.seed)
         self.readout = keras.layers.Dense(10, name="readout")
-        if encoder == "rrnet_reinforce" and baseline == "learned":
+        if baseline == "learned":  # REINFORCE's options are None for the others
             self.baseline = keras.layers.Dense(1, name="baseline")
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
@@ -342,7 +342,7 @@ class ExpressionModel(keras.Model):
     def train_step(self, data):
         inputs, digits = data[0], data[1]
         greedy_reward = None
-        if self.encoder_name == "rrnet_reinforce" and self.baseline_name == "greedy":
+        if self.baseline_name == "greedy":
             greedy_reward = self.greedy_reward(inputs, digits)
         with tf.GradientTape() as tape:
             loss, correct, policy = self._objective(inputs, digits, training=True,
