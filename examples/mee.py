@@ -31,8 +31,9 @@ deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
 10,000 expressions per length (`--train_size=100000 --valid_size=10000
 --test_size=10000`). The defaults (50,000 / 1,000 / 2,000 per length, 128
 units, 8 epochs of batch 256, Adam 5e-3) are the CPU run of
-`docs/results.md`: 5-11 minutes for the LSTM on a loaded 2-core machine,
-25-45 for the RRNet encoders; `--quick` (10,000 / 500 / 500, 3 epochs)
+`docs/results.md`: 4-11 minutes for the LSTM, 20-32 for the supervised
+and random-tree RRNet, about an hour for REINFORCE (two runs at a time on
+the 2-core machine); `--quick` (10,000 / 500 / 500, 3 epochs)
 runs in minutes, a smoke test (the models are still near chance).
 
 Examples:
