@@ -129,6 +129,9 @@ def test_default_memory():
     assert ExpressionModel("rrnet_random", units=4).cell.memory == "tree"
     assert ExpressionModel("rrnet_reinforce", units=4).cell.memory == "continued"
     assert ExpressionModel("lstm", units=4).memory is None
+    model = ExpressionModel("rrnet_supervised", units=4, memory="continued")
+    assert model.cell.memory == "continued"
+    assert ExpressionModel.from_config(model.get_config()).cell.memory == "continued"
 
 
 def test_default_reward_and_baseline():
@@ -144,9 +147,6 @@ def test_default_reward_and_baseline():
     assert (clone.reward, clone.baseline_name) == ("accuracy", "learned")
     model = ExpressionModel("rrnet_supervised", units=4)
     assert (model.reward, model.baseline_name) == (None, None)
-    model = ExpressionModel("rrnet_supervised", units=4, memory="continued")
-    assert model.cell.memory == "continued"
-    assert ExpressionModel.from_config(model.get_config()).cell.memory == "continued"
 
 
 def test_reinforce_between_tokens_trains_its_policy():
