@@ -3,9 +3,11 @@
 * `SyntheticHierarchicalCorpus`: embedded text with words / phrases /
   sentences, ground-truth boundaries and an exact entropy rate (offline).
 * TFDS builders, one per corpus: `PtbChar` ("ptb_char"), `Text8`
-  ("text8"), `Enwik8` ("enwik8"), `Wikitext2Raw` ("wikitext2_raw"); they
-  read local files first and never hang offline. `read_split` returns a
-  prepared split as one stream.
+  ("text8"), `Enwik8` ("enwik8"), `Wikitext2Raw` ("wikitext2_raw"), and
+  for word discovery `Brent` ("brent", configs "phonemes" and "text" of
+  `BrentConfig`: child-directed speech, the gold words separated by
+  spaces); they read local files first and never hang offline.
+  `read_split` returns a prepared split as one stream.
 * `load_char_corpus(name, split, ...)`: one split as str / bytes.
 * `read_text_splits(text_file, valid_file=None, test_file=None, ...)`: your
   own UTF-8 text as train / validation / test strings (a part without a file
@@ -45,6 +47,8 @@ Examples:
     True
 """
 
+from hmkeras.data.brent import Brent
+from hmkeras.data.brent import BrentConfig
 from hmkeras.data.char_stream_builder import CharStreamBuilder
 from hmkeras.data.char_stream_builder import FixedSplitConfig
 from hmkeras.data.char_stream_builder import read_split
@@ -87,6 +91,8 @@ from hmkeras.data.iam_ondb import read_stroke_split
 from hmkeras.data.synthetic_strokes import SyntheticStrokes
 
 __all__ = [
+    "Brent",
+    "BrentConfig",
     "CORPUS_NAMES",
     "CharStreamBuilder",
     "CharVocabulary",

@@ -9,6 +9,10 @@ name                returns      source
 ``text8``           str          `Text8` (Mahoney)
 ``enwik8``          bytes        `Enwik8` (Hutter Prize)
 ``wikitext2_raw``   bytes        `Wikitext2Raw` (Merity et al.), byte level
+``brent_phonemes``  str          `Brent`, config "phonemes" (Brent 1999;
+                                 Kawakami et al. 2019 splits), words
+                                 separated by spaces
+``brent_text``      str          `Brent`, config "text" (orthographic)
 ==================  ===========  ============================================
 
 The TFDS corpora are prepared on first use in `data_dir` (TFDS's default,
@@ -24,7 +28,7 @@ Examples:
     >>> load_char_corpus("ptb", "train")
     Traceback (most recent call last):
     ...
-    ValueError: `name` must be one of ['enwik8', 'ptb_char', 'synthetic', 'text8', 'wikitext2_raw'], got 'ptb'.
+    ValueError: `name` must be one of ['brent_phonemes', 'brent_text', 'enwik8', 'ptb_char', 'synthetic', 'text8', 'wikitext2_raw'], got 'ptb'.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import os
 import tensorflow_datasets as tfds
 
 from hmkeras.data import char_stream_builder
+from hmkeras.data.brent import Brent
 from hmkeras.data.enwik8 import Enwik8
 from hmkeras.data.ptb_char import PtbChar
 from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
@@ -42,11 +47,14 @@ from hmkeras.data.wikitext2_raw import Wikitext2Raw
 
 __all__ = ["load_char_corpus", "CORPUS_NAMES", "char_corpus_builder"]
 
+# name -> (builder class, its config name or None for the default).
 _BUILDERS = {
-    "ptb_char": PtbChar,
-    "text8": Text8,
-    "enwik8": Enwik8,
-    "wikitext2_raw": Wikitext2Raw,
+    "ptb_char": (PtbChar, None),
+    "text8": (Text8, None),
+    "enwik8": (Enwik8, None),
+    "wikitext2_raw": (Wikitext2Raw, None),
+    "brent_phonemes": (Brent, "phonemes"),
+    "brent_text": (Brent, "text"),
 }
 CORPUS_NAMES = tuple(sorted(("synthetic",) + tuple(_BUILDERS)))
 
@@ -69,12 +77,15 @@ def char_corpus_builder(
     """The prepared TFDS builder of corpus `name` (not "synthetic").
 
     Args:
-      name: "ptb_char", "text8", "enwik8" or "wikitext2_raw".
+      name: "ptb_char", "text8", "enwik8", "wikitext2_raw",
+        "brent_phonemes" or "brent_text".
       data_dir: TFDS data dir (None: TFDS's default).
       manual_dir: directory holding the raw files (None: the TFDS default,
         ``<data_dir>/downloads/manual``; `data_dir` itself is searched too).
       allow_download: False never touches the network.
-      config: a builder config (name or object); None for the default.
+      config: a builder config (name or object); None for the one `name`
+        stands for (the builder's default, or for "brent_phonemes" /
+        "brent_text" the `Brent` config "phonemes" / "text").
     """
     _check_name(name)
     if name == "synthetic":
@@ -85,9 +96,12 @@ def char_corpus_builder(
     kwargs = {"allow_download": allow_download}
     if data_dir is not None:
         kwargs["data_dir"] = os.path.expanduser(os.fspath(data_dir))
+    builder_cls, default_config = _BUILDERS[name]
+    if config is None:
+        config = default_config
     if config is not None:
         kwargs["config"] = config
-    builder = _BUILDERS[name](**kwargs)
+    builder = builder_cls(**kwargs)
     download_config = tfds.download.DownloadConfig(
         manual_dir=(
             os.path.expanduser(os.fspath(manual_dir)) if manual_dir else None
@@ -111,7 +125,7 @@ def load_char_corpus(
 
     Args:
       name: one of `CORPUS_NAMES`: "synthetic", "ptb_char", "text8",
-        "enwik8", "wikitext2_raw".
+        "enwik8", "wikitext2_raw", "brent_phonemes", "brent_text".
       split: "train", "validation" or "test".
       data_dir, manual_dir, allow_download: see `char_corpus_builder`
         (ignored for "synthetic").
@@ -120,8 +134,9 @@ def load_char_corpus(
         `test_chars` for the synthetic corpus (ignored otherwise).
 
     Returns:
-      A str for "synthetic", "ptb_char" and "text8"; bytes for the
-      byte-level "enwik8" and "wikitext2_raw".
+      A str for "synthetic", "ptb_char", "text8", "brent_phonemes" and
+      "brent_text" (whose words stay separated by spaces, the gold
+      segmentation); bytes for the byte-level "enwik8" and "wikitext2_raw".
 
     Raises:
       ValueError: unknown `name` or `split` (the message lists the allowed

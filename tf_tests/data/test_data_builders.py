@@ -308,8 +308,8 @@ def test_network_probe_unencodable_host_is_unreachable(monkeypatch):
 
 
 def test_load_char_corpus_validates_arguments():
-    with pytest.raises(ValueError, match=r"\['enwik8', 'ptb_char', 'synthetic', "
-                                         r"'text8', 'wikitext2_raw'\]"):
+    with pytest.raises(ValueError, match=r"\['brent_phonemes', 'brent_text', 'enwik8', "
+                                         r"'ptb_char', 'synthetic', 'text8', 'wikitext2_raw'\]"):
         data.load_char_corpus("ptb", "train")
     with pytest.raises(ValueError, match="split"):
         data.load_char_corpus("synthetic", "valid")
