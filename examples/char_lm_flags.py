@@ -53,13 +53,17 @@ TINY = dict(
     synthetic_test_chars=800, valid_batch_size=2, zrate_chars=400,
     excerpt_chars=120, multiplicative_units=0, text_chars=3_000,
 )
-DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "text_file")
+DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "brent_phonemes",
+            "brent_text", "text_file")
+# Word-discovery corpora (hmkeras.data.Brent): unsegmented unless
+# --nounsegmented is given.
+UNSEGMENTED_DATASETS = ("brent_phonemes", "brent_text")
 # The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS) and of
 # the hierarchical cells (hmkeras.cells.hierarchical_cell.BOUNDARY_MODES),
 # spelled out so that flags are checked before TensorFlow loads.
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 # hmkeras.cells.boundary_placement.FORMS and "none".
-PLACEMENTS = ("entropy", "none")
+PLACEMENTS = ("entropy", "rise", "none")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
 # Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits),
@@ -87,7 +91,9 @@ flags.DEFINE_integer("synthetic_train_chars", 1_000_000, "Synthetic corpus sizes
                      lower_bound=1)
 flags.DEFINE_integer("synthetic_valid_chars", 50_000, "", lower_bound=1)
 flags.DEFINE_integer("synthetic_test_chars", 50_000, "", lower_bound=1)
-flags.DEFINE_string("text_file", None, "--dataset=text_file: a UTF-8 text file to train on.")
+flags.DEFINE_string("text_file", None, "--dataset=text_file: a UTF-8 text file to train "
+                    "on (validation and test cut from its end), or three comma-separated "
+                    "files: train,valid,test.")
 flags.DEFINE_string("valid_file", None, "Validation text file (default: cut from --text_file).")
 flags.DEFINE_string("test_file", None, "Test text file (default: cut from --text_file).")
 flags.DEFINE_float("valid_fraction", 0.05, "Share of --text_file for validation, "
@@ -99,6 +105,15 @@ flags.DEFINE_enum("vocabulary", "unknown", list(VOCABULARIES), "--dataset=text_f
                   "an unknown-symbol entry (counted in the results); strict: refuse them.")
 flags.DEFINE_integer("text_chars", 0, "--dataset=text_file: use only the first N "
                      "characters of --text_file (0: all; --tiny: 3,000).", lower_bound=0)
+flags.DEFINE_bool("unsegmented", False, "Word discovery: every line is an utterance whose "
+                  "words are separated by spaces; the model reads the lines without their "
+                  "spaces, and the spaces are kept only as the gold words that its "
+                  "segmentation is scored against (test_segmented.txt, results.json "
+                  "word_discovery). Default for --dataset=brent_phonemes / brent_text.")
+flags.DEFINE_bool("lstm_baseline", True, "--unsegmented with --cell=hmlstm / hmrnn: also "
+                  "train a stacked LSTM of the same size on the same text (in "
+                  "<output_dir>/lstm_baseline) and score the words read from its "
+                  "predictions beside the model's.")
 # Model.
 flags.DEFINE_enum("cell", "hmlstm", list(CELLS), "The recurrent cell.")
 flags.DEFINE_integer("units", 512, "Units of every recurrent layer.", lower_bound=1)
@@ -120,7 +135,8 @@ flags.DEFINE_float("boundary_bias", 0.0, "Initial bias of the boundary detectors
 boundary_prior_flags.define_flags(flags, "characters")
 flags.DEFINE_enum("boundary_placement", "entropy", list(PLACEMENTS),
                   "Where the prior's boundaries go (hmkeras.BoundaryPlacement, an "
-                  "extension): entropy (where the next character is uncertain) or "
+                  "extension): entropy (where the next character is uncertain), rise "
+                  "(z^1 where that uncertainty rises: text whose words nothing marks) or "
                   "none. Needs a boundary prior; --boundary_prior=none drops it too.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
@@ -185,6 +201,69 @@ for _name, (_allowed, _check_value) in FLOAT_RANGES.items():
         else "must be a finite number")
 
 
+def text_file_parts(s):
+    """`{"text_file": ..., "valid_file": ..., "test_file": ...}` of the
+    settings: --text_file=train,valid,test gives all three, otherwise
+    --text_file and the --valid_file / --test_file flags (None when not
+    given).
+
+    Example:
+
+    >>> text_file_parts({"text_file": "tr.txt,va.txt,te.txt"})["test_file"]
+    'te.txt'
+    """
+    parts = s["text_file"].split(",")
+    if len(parts) == 3:
+        return dict(zip(("text_file", "valid_file", "test_file"), parts))
+    return {"text_file": s["text_file"], "valid_file": s.get("valid_file"),
+            "test_file": s.get("test_file")}
+
+
+def _check_text_file_list(settings, flag_values):
+    """--text_file of three comma-separated files: three non-empty paths,
+    and no --valid_file / --test_file / fractions beside them."""
+    parts = (settings["text_file"] or "").split(",")
+    if len(parts) == 1:
+        return
+    if len(parts) != 3 or not all(part.strip() for part in parts):
+        raise FlagError(
+            "--text_file takes one file or three comma-separated files "
+            f"(train,valid,test). Received: --text_file={settings['text_file']!r}")
+    for name in ("valid_file", "test_file", "valid_fraction", "test_fraction"):
+        if flag_values[name].present:
+            raise FlagError(
+                f"--{name} does not go with three files in --text_file (they are the "
+                f"train, validation and test files). Received: --text_file="
+                f"{settings['text_file']!r} --{name}={settings[name]!r}")
+
+
+def _check_unsegmented_flags(settings, flag_values):
+    """--unsegmented: on by default for the word-discovery corpora; for
+    line-based text only (--dataset=text_file or those corpora).
+    --lstm_baseline applies to an unsegmented run of a hierarchical cell."""
+    dataset = settings["dataset"]
+    if dataset in UNSEGMENTED_DATASETS and not flag_values["unsegmented"].present:
+        settings["unsegmented"] = True
+    if settings["unsegmented"] and dataset not in UNSEGMENTED_DATASETS + ("text_file",):
+        raise FlagError(
+            "--unsegmented reads one utterance per line: it applies to --dataset="
+            f"{', '.join(UNSEGMENTED_DATASETS + ('text_file',))}. Received: "
+            f"--dataset={dataset} --unsegmented")
+    if settings["unsegmented"] and settings["test_batch_size"] != 1:
+        raise FlagError(
+            "--unsegmented scores the words found in one batch-1 pass over the test "
+            f"lines: --test_batch_size must be 1. Received: --test_batch_size="
+            f"{settings['test_batch_size']}")
+    applies = settings["unsegmented"] and settings["cell"] in ("hmlstm", "hmrnn")
+    if not applies:
+        if flag_values["lstm_baseline"].present and settings["lstm_baseline"]:
+            raise FlagError(
+                "--lstm_baseline applies to --unsegmented runs of --cell=hmlstm or "
+                f"hmrnn. Received: --cell={settings['cell']} --unsegmented="
+                f"{settings['unsegmented']} --lstm_baseline")
+        settings["lstm_baseline"] = False
+
+
 def _check_text_file_flags(settings, flag_values):
     """--text_file and its companions go with --dataset=text_file only."""
     if settings["dataset"] != "text_file":
@@ -197,6 +276,7 @@ def _check_text_file_flags(settings, flag_values):
         return
     if not settings["text_file"]:
         raise FlagError("--dataset=text_file needs --text_file=PATH, a UTF-8 text file.")
+    _check_text_file_list(settings, flag_values)
     for part in ("valid", "test"):
         if settings[f"{part}_file"] and flag_values[f"{part}_fraction"].present:
             raise FlagError(
@@ -278,6 +358,7 @@ def resolve_settings(flag_values):
             raise FlagError(
                 f"--cell={settings['cell']} is a hierarchy: --num_layers must be at "
                 f"least 2. Received: --num_layers={settings['num_layers']}")
+    _check_unsegmented_flags(settings, flag_values)
     boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
     _check_placement_flag(settings, flag_values)
     if settings["dataset"] != "text_file":
@@ -303,7 +384,7 @@ def default_output_dir(preset, settings):
     if PRESETS[preset].get("dataset") != settings["dataset"]:
         parts.append(settings["dataset"])
     if settings["dataset"] == "text_file":
-        stem = os.path.splitext(os.path.basename(settings["text_file"]))[0]
+        stem = os.path.splitext(os.path.basename(text_file_parts(settings)["text_file"]))[0]
         parts.append("".join(c if c.isalnum() or c in "-." else "_" for c in stem))
     return os.path.join("runs", "_".join(parts + [settings["cell"]]))
 
@@ -312,7 +393,7 @@ def default_output_dir(preset, settings):
 # a run in --output_dir made with other values cannot be resumed with these.
 MODEL_FLAGS = (
     "dataset", "text_file", "valid_file", "test_file", "valid_fraction", "test_fraction",
-    "vocabulary", "text_chars", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
+    "vocabulary", "text_chars", "unsegmented", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
     "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
@@ -477,16 +558,17 @@ def read_text_file_splits(s):
     """
     from hmkeras import data
 
+    files = text_file_parts(s)
+    fractions = {name: s[name] for name in ("valid_fraction", "test_fraction")}
     try:
-        train, valid, test = data.read_text_splits(
-            **{name: s[name] for name in TEXT_FILE_FLAGS},
-            max_chars=s.get("text_chars") or None)
+        if s.get("unsegmented") and not files["valid_file"] and not files["test_file"]:
+            texts = _utterance_splits(files["text_file"], fractions, s.get("text_chars"))
+        else:
+            train, valid, test = data.read_text_splits(
+                **files, **fractions, max_chars=s.get("text_chars") or None)
+            texts = {"train": train, "validation": valid, "test": test}
     except (ValueError, OSError) as error:
-        message = str(error)
-        for name in TEXT_FILE_FLAGS:
-            message = message.replace(f"`{name}`", f"--{name}")
-        raise FlagError(message) from None
-    texts = {"train": train, "validation": valid, "test": test}
+        raise FlagError(_text_file_message(str(error), s)) from None
     # A settings.json older than --vocabulary: its runs refused unseen symbols.
     if s.get("vocabulary", "strict") != "strict":
         return texts  # unseen symbols map to the unknown symbol (encode_texts)
@@ -508,3 +590,53 @@ def read_text_file_splits(s):
             "--vocabulary=strict to map them to an unknown symbol."
         )
     return texts
+
+
+def _utterance_splits(path, fractions, max_chars):
+    """The three splits of one --unsegmented file, cut between lines
+    (`hmkeras.data.split_utterances`), each as its lines."""
+    from hmkeras.data.text_file import read_text_file
+    from hmkeras.data.utterances import Utterances
+    from hmkeras.data.utterances import split_utterances
+
+    text = read_text_file(path, "text_file")[: max_chars or None]
+    parts = split_utterances(Utterances.from_text(text, "text_file"), **fractions)
+    return {split: "".join(line + "\n" for line in part.segmented)
+            for split, part in zip(("train", "validation", "test"), parts)}
+
+
+def _text_file_message(message, s):
+    """A `hmkeras.data` error about --dataset=text_file in the flags' words:
+    `valid_file` is --valid_file, or the second of three --text_file files."""
+    three = len(s["text_file"].split(",")) == 3
+    for position, name in enumerate(TEXT_FILE_FLAGS):
+        flag = f"--{name}"
+        if three and name in ("text_file", "valid_file", "test_file"):
+            flag = f"the {('train', 'validation', 'test')[position]} file of --text_file"
+        message = message.replace(f"`{name}`", flag)
+    return message
+
+
+def unsegmented_texts(s, texts):
+    """`(texts, utterances)` of an --unsegmented run: what the model reads
+    (every line without its spaces, then a line end) and the gold
+    `hmkeras.data.Utterances` of each split. A line without a symbol is a
+    `FlagError` naming the flag (or the corpus) and the line."""
+    from hmkeras.data.utterances import Utterances
+
+    if s["dataset"] == "text_file":
+        files = text_file_parts(s)
+        three = len(s["text_file"].split(",")) == 3
+        names = {split: (f"the {split} file of --text_file" if three else
+                         f"--{key}" if files[key] else f"the {split} part of --text_file")
+                 for split, key in (("train", "text_file"), ("validation", "valid_file"),
+                                    ("test", "test_file"))}
+    else:
+        names = {split: f"the {split} split of --dataset={s['dataset']}" for split in texts}
+    utterances = {}
+    for split, text in texts.items():
+        try:
+            utterances[split] = Utterances.from_text(text, name="SOURCE")
+        except ValueError as error:
+            raise FlagError(str(error).replace("`SOURCE`", names[split])) from None
+    return {split: u.text for split, u in utterances.items()}, utterances

@@ -26,6 +26,18 @@ loss, BPC, validation BPC, learning rate, slope, per-layer z rates),
 `results.json` (with `word_level`: bits/char, bits/word and word perplexity,
 Krause et al. Eq. 23, for `--dataset=wikitext2_raw`).
 
+Word discovery (`--unsegmented`, the default for `--dataset=brent_phonemes`
+and `brent_text`): every line is an utterance whose words are separated by
+spaces; the model reads the lines without their spaces (a line end after
+each), and the spaces are kept only as the gold words. The test lines
+with the words the model found (z^1 of a hierarchical cell, the rises of
+an LSTM's predictive entropy) go to `test_segmented.txt`, and
+`results.json` gets `word_discovery`: boundary, token and lexicon scores
+of the model beside the random, transitional-probability and (with
+`--lstm_baseline`, the default) same-size LSTM baselines on the same lines
+(`hmkeras.analysis.word_discovery_report`); the LSTM is a run of its own in
+`lstm_baseline/`.
+
 Examples:
 
     # The embedded synthetic corpus, small model (its time: see README.md);
@@ -42,6 +54,12 @@ Examples:
     # Your own UTF-8 text (the last 5% + 5% are validation and test; symbols
     # the training part lacks map to an unknown symbol; runs/quick_text_file_book_hmlstm):
     python examples/ptb_char.py --preset=quick --dataset=text_file --text_file=book.txt
+    # Word discovery on Brent's phonemes (the files in --manual_dir), on
+    # your own lines (train,valid,test files, or one file cut by lines):
+    python examples/ptb_char.py --preset=quick --dataset=brent_phonemes \
+        --manual_dir=../shared/data/brent
+    python examples/ptb_char.py --preset=quick --dataset=text_file \
+        --text_file=train.txt,valid.txt,test.txt --unsegmented
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
     # Krause et al. Fig. 3, recovery after surprising characters:
     python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
@@ -64,15 +82,19 @@ from absl import flags
 
 from command_line import absl_main  # examples/command_line.py
 from command_line import FlagError
+from command_line import Settings
 from command_line import run_script
 from command_line import stop_if_non_finite
 import char_lm_flags  # examples/char_lm_flags.py: presets, flags, corpora
 from char_lm_flags import encode_texts
 from char_lm_flags import load_texts
 from char_lm_flags import resolve_settings
+from char_lm_flags import unsegmented_texts
 from run_directory import write_run_files
 
 FLAGS = flags.FLAGS
+# Test lines shown beside their gold words in an --unsegmented run's summary.
+EXAMPLE_LINES = 5
 
 
 def finished_results(s):
@@ -133,6 +155,12 @@ def _run(s, changed):
     from hmkeras.training.truncated_bptt_run import train_truncated_bptt
 
     texts, reference, info = load_texts(s)
+    utterances = None
+    if s["unsegmented"]:
+        texts, utterances = unsegmented_texts(s, texts)
+        if not utterances["test"].has_words:
+            print("The test text has no spaces, so no gold words: its segmentation "
+                  "is written to test_segmented.txt, unscored.")
     vocab, ids, unknown = encode_texts(s, texts)
     needed = s["batch_size"] * s["seq_len"] + 1
     if len(ids["train"]) < needed:
@@ -158,7 +186,8 @@ def _run(s, changed):
     print(f"Test set: batch {s['test_batch_size']}, state carried over "
           f"{len(ids['test']):,} characters (Kadar et al.).")
     batch1 = s["test_batch_size"] == 1
-    references = reference("test", texts["test"]) if batch1 and lm.is_hierarchical else None
+    references = (reference("test", texts["test"])
+                  if batch1 and lm.is_hierarchical and utterances is None else None)
     test = evaluate_char_model(
         lm, ids["test"], batch_size=s["test_batch_size"], verbose=s["verbose"],
         reference=references["words"] if references else None,
@@ -178,11 +207,13 @@ def _run(s, changed):
     if lm.is_hierarchical:
         results.update(z_rates=test.z_rates, z_ratio=test.z_ratio,
                        boundary_scores=test.boundary_scores)
-        if test.boundaries is not None:
+        if references is not None:
             results.update(report.more_boundary_scores(test.boundaries, references))
             results.update(report.segment_figures(
                 test.boundaries, report.as_text(texts["test"]),
                 word_separators(s["dataset"]), s["excerpt_chars"]))
+    if utterances is not None:
+        results["word_discovery"] = discover_words(s, lm, vocab, utterances, test.boundaries)
     results["segmentation_png"] = report.plot_excerpt(
         lm, vocab, texts["validation"][: s["excerpt_chars"]],
         os.path.join(s["output_dir"], "segmentation.png"), s["cell"])
@@ -195,6 +226,40 @@ def _run(s, changed):
     run_directory.write_results(s["output_dir"], results)
     print("\n".join(report.summary_lines(results)))
     return results
+
+
+def discover_words(s, lm, vocab, utterances, boundaries):
+    """The `word_discovery` section of an --unsegmented run's results: every
+    segmenter's words on the test lines, scored
+    (`hmkeras.analysis.word_discovery_report`), with --lstm_baseline the
+    words of a stacked LSTM of the same size trained on the same text
+    (`lstm`: its own run in <output_dir>/lstm_baseline, resumed like any
+    run); the model's words go to test_segmented.txt."""
+    from hmkeras.analysis import word_discovery_report
+
+    found, segmentations = word_discovery_report.word_discovery_results(
+        lm, vocab, utterances, boundaries, seed=s["seed"])
+    found["segmented_file"] = word_discovery_report.write_segmented(
+        os.path.join(s["output_dir"], "test_segmented.txt"), segmentations[found["primary"]])
+    found["examples"] = [
+        {"gold": gold, "found": line} for gold, line in
+        zip(utterances["test"].segmented[:EXAMPLE_LINES],
+            segmentations[found["primary"]])]
+    if s["lstm_baseline"]:
+        lstm = run(Settings(s, cell="lstm", lstm_baseline=False, output_dir=os.path.join(
+            s["output_dir"], "lstm_baseline"), **lstm_defaults()))
+        if lstm is None:  # interrupted by --max_steps: rerun to finish
+            return found
+        found["lstm"] = dict(lstm["word_discovery"]["entropy"], test_bpc=lstm["test_bpc"],
+                             parameters=lstm["parameters"])
+    return found
+
+
+def lstm_defaults():
+    """The hierarchical cells' flags at the values an LSTM run has
+    (`char_lm_flags.resolve_settings` for --cell=lstm)."""
+    return {**{name: FLAGS[name].default for name in char_lm_flags.HIERARCHICAL_ONLY_FLAGS},
+            "boundary_placement": "none"}
 
 
 def run_from_flags():

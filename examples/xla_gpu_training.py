@@ -88,7 +88,7 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 # Flags of ptb_char.py for its per-epoch validation, learning-rate schedule,
 # test evaluation and plots, which this script does not do.
 UNUSED_FLAGS = ("lr_schedule", "lr_divisor", "max_lr_divisions", "patience",
-                "zrate_chars", "test_batch_size", "excerpt_chars")
+                "zrate_chars", "test_batch_size", "excerpt_chars", "lstm_baseline")
 
 flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Compute precision "
                   "(the variables stay float32); mixed_float16 adds loss scaling.")
@@ -332,6 +332,8 @@ def _run(s):
                         f"evenly over the {replicas} replicas of --strategy={s['strategy']}.")
     keras.config.set_dtype_policy(s["precision"])
     texts, _, _ = char_lm_flags.load_texts(s)
+    if s["unsegmented"]:  # the lines without their spaces, as ptb_char.py trains
+        texts, _ = char_lm_flags.unsegmented_texts(s, texts)
     vocab, ids, _ = char_lm_flags.encode_texts(s, texts)
     if len(ids["train"]) < s["batch_size"] * s["seq_len"] + 1:
         raise FlagError(f"The training text has {len(ids['train']):,} symbols, fewer than "

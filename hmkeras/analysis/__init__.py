@@ -15,6 +15,11 @@
   handwriting run reports (boundary agreement with pen-ups and glyph
   ends, the printed summary); `corpus_references`: the reference
   boundaries of a corpus' text.
+* `word_discovery`: unsupervised word segmentation scored in the field's
+  conventions (boundary, token and lexicon precision / recall / F1) and
+  its baselines (random, transitional probability, entropy rises);
+  `word_discovery_report`: the words a character LM finds in unsegmented
+  utterances, scored beside those baselines.
 """
 
 from hmkeras.analysis.evaluation import EvaluationResult

@@ -258,5 +258,60 @@ def summary_lines(r):
     if r.get("segment_excerpt"):
         lines.append("test text, | after z^1, \u2016 after z^2 and above:")
         lines.append(r["segment_excerpt"])
+    if r.get("word_discovery"):
+        lines += word_discovery_lines(r["word_discovery"])
     lines.append(f"wrote {r['segmentation_png']} and {r['step_model']}")
+    return lines
+
+
+# The rows of the word-discovery table: results key and label.
+_WORD_DISCOVERY_ROWS = (
+    ("z1", "z^1 (this model)"),
+    ("z2", "z^2 (this model)"),
+    ("entropy", "entropy rises (this model)"),
+    ("lstm", "entropy rises, same-size LSTM"),
+    ("transition_probability", "transition probability"),
+    ("random", "random at the gold rate"),
+)
+
+
+def word_discovery_lines(w):
+    """The summary of `results["word_discovery"]`: one row per segmenter
+    (boundary P / R / F1 without the utterance edges, token and lexicon
+    F1, boundary rate), then test lines as found beside their gold words.
+
+    Examples:
+
+        >>> scores = {"boundary": {"precision": 0.5, "recall": 0.25, "f1": 0.333},
+        ...           "token": {"f1": 0.2}, "lexicon": {"f1": 0.1}, "rate": 0.1}
+        >>> print("\\n".join(word_discovery_lines({
+        ...     "num_utterances": 2, "gold_rate": 0.3, "scored": True, "primary": "entropy",
+        ...     "entropy": scores, "segmented_file": "t.txt",
+        ...     "examples": [{"gold": "a b", "found": "ab"}]})))
+        word discovery, 2 test utterances (gold boundary rate 0.300):
+          segmenter                       boundary P      R     F1  token F1  lexicon F1   rate
+          entropy rises (this model)           0.500  0.250  0.333     0.200       0.100  0.100
+        found (gold) in t.txt:
+          ab  (a b)
+    """
+    lines = [f"word discovery, {w['num_utterances']:,} test utterances (gold boundary rate "
+             f"{w['gold_rate']:.3f}):"]
+    if not w["scored"]:
+        lines = [f"word discovery, {w['num_utterances']:,} test utterances: no spaces in "
+                 "the test text, so no gold words to score against"]
+    else:
+        lines.append(f"  {'segmenter':<32}{'boundary P':>10}{'R':>7}{'F1':>7}"
+                     f"{'token F1':>10}{'lexicon F1':>12}{'rate':>7}")
+    for key, label in _WORD_DISCOVERY_ROWS:
+        row = w.get(key)
+        if row is None or not w["scored"]:
+            continue
+        if key == "lstm":
+            label += f" (test BPC {row['test_bpc']:.3f})"
+        lines.append(f"  {label:<32}{row['boundary']['precision']:>10.3f}"
+                     f"{row['boundary']['recall']:>7.3f}{row['boundary']['f1']:>7.3f}"
+                     f"{row['token']['f1']:>10.3f}{row['lexicon']['f1']:>12.3f}"
+                     f"{row['rate']:>7.3f}")
+    lines.append(f"found (gold) in {w['segmented_file']}:")
+    lines += [f"  {e['found']}  ({e['gold']})" for e in w["examples"]]
     return lines

@@ -37,6 +37,21 @@ first letter is the uncertain symbol) and `z^2`, among the steps where
 corpus the phrase ends, and also the spaces after a determiner, where a
 noun or adjective of a large class follows.
 
+On text whose words nothing marks (no space: `hmkeras.data.Utterances`)
+the bottom layer is better placed by where the uncertainty *rises* than by
+how high it is: after the last symbol of a word the next one is harder to
+predict than the symbol just read was (Harris 1955; Elman 1990), whereas
+a long word's middle and a short word's end can be equally uncertain.
+The form `"rise"` uses that criterion for `z^1`,
+
+    P = weight * (1 / |A^1| * sum_{t in A^1} |z^1_t - [H_t > H_{t-1}]| * |H_t - H_{t-1}|
+                  + sum_{l > 1} (the layer's term of Eq. 1)),                     (2)
+
+with `A^1` every step but a window's first (whose `H_{t-1}` the window
+does not hold); `H_t` and `H_{t-1}` are both known when `z^1_t` is
+computed, so the detector can learn the rule exactly (`docs/results.md`,
+"Word discovery", compares the two rules).
+
 In the discrete boundary modes the gradient reaches each detector through
 the straight-through estimator (Chung et al. Eq. 8-9).
 
@@ -61,7 +76,7 @@ import tensorflow as tf
 from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import whole_batch_sums
 
-FORMS = ("entropy",)
+FORMS = ("entropy", "rise")
 
 
 def predictive_entropy(logits, dtype=tf.float32):
@@ -104,7 +119,10 @@ class BoundaryPlacement:
     Args:
         weight: Finite factor >= 0 of the loss (nats per deciding step,
             the unit of the language-modelling loss); default 1.
-        form: `"entropy"` (Eq. 1), the only form.
+        form: `"entropy"` (Eq. 1: every layer where the next symbol is
+            more uncertain than at the layer's average deciding step) or
+            `"rise"` (Eq. 2: `z^1` where the uncertainty rises, for text
+            whose words nothing marks; the layers above as in Eq. 1).
 
     Call arguments:
         boundaries: The `(batch, time, layers)` boundaries `z^1 ..
@@ -137,6 +155,9 @@ class BoundaryPlacement:
             )
         entropy = predictive_entropy(logits, dtype)[..., None]
         active = deciding_steps(z, mask)
+        if self.form == "rise":  # Eq. (2): z^1 decides where H_{t-1} is known
+            active = tf.concat([tf.pad(active[:, 1:, :1], [[0, 0], [1, 0], [0, 0]]),
+                                active[..., 1:]], axis=-1)
         # Under a strategy `m^l` and `|A^l|` are the whole batch's; each
         # replica's loss is its share of Eq. (1) times the replicas, which
         # Keras divides back out before it sums the gradients.
@@ -146,6 +167,9 @@ class BoundaryPlacement:
         ])
         steps = tf.maximum(steps, 1.0)
         margin = entropy - total / steps  # H_t - m^l
+        if self.form == "rise":  # Eq. (2): H_t - H_{t-1} for z^1
+            rise = tf.pad(entropy[:, 1:] - entropy[:, :-1], [[0, 0], [1, 0], [0, 0]])
+            margin = tf.concat([rise, margin[..., 1:]], axis=-1)
         target = tf.cast(margin > 0.0, dtype)
         misplaced = tf.abs(z - target) * tf.abs(margin) * active  # Eq. (1)
         return self.weight * replicas * tf.reduce_sum(tf.reduce_sum(misplaced, axis=[0, 1]) / steps)
@@ -172,6 +196,8 @@ class BoundaryPlacementLoss(keras.layers.Layer):
         boundary_layers: Number of boundary columns at the end of the
             hierarchical output (`num_layers - 1`); default 2.
         weight: As in `BoundaryPlacement`; default 1.
+        form: As in `BoundaryPlacement`: `"entropy"` (default) or
+            `"rise"` (text whose words nothing marks).
         **kwargs: Keras layer arguments (`name`, ...).
 
     Call arguments:
@@ -194,10 +220,10 @@ class BoundaryPlacementLoss(keras.layers.Layer):
         2
     """
 
-    def __init__(self, boundary_layers=2, weight=1.0, **kwargs):
+    def __init__(self, boundary_layers=2, weight=1.0, form="entropy", **kwargs):
         super().__init__(**kwargs)
         self.boundary_layers = argument_checks.check_int("boundary_layers", boundary_layers, minimum=1)
-        self.placement = BoundaryPlacement(weight=weight)
+        self.placement = BoundaryPlacement(weight=weight, form=form)
 
     def call(self, inputs, training=False):
         outputs, logits = inputs
@@ -210,4 +236,4 @@ class BoundaryPlacementLoss(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "boundary_layers": self.boundary_layers,
-                "weight": self.placement.weight}
+                "weight": self.placement.weight, "form": self.placement.form}

@@ -12,6 +12,9 @@
 * `read_text_splits(text_file, valid_file=None, test_file=None, ...)`: your
   own UTF-8 text as train / validation / test strings (a part without a file
   of its own is cut from the end of `text_file`).
+* `Utterances`: text whose words a model must find, one utterance per
+  line (what the model reads: the lines without their spaces; the gold
+  words: the runs between them); `split_utterances` cuts between lines.
 * `CharVocabulary`: sorted symbol <-> id map that refuses unknown symbols;
   `char_splits.encode_splits`: a corpus' three splits as ids, with the
   training text's vocabulary (unknown symbols refused or mapped, counted).
@@ -64,6 +67,8 @@ from hmkeras.data.sources import DatasetVerificationError
 from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 from hmkeras.data.text8 import Text8
 from hmkeras.data.text_file import read_text_splits
+from hmkeras.data.utterances import Utterances
+from hmkeras.data.utterances import split_utterances
 from hmkeras.data.vocabulary import CharVocabulary
 from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_BYTES
 from hmkeras.data.wikitext2_raw import WIKITEXT2_TEST_WORDS
@@ -114,6 +119,8 @@ __all__ = [
     "load_char_corpus",
     "read_split",
     "read_text_splits",
+    "Utterances",
+    "split_utterances",
     "PtbWord",
     "SentenceBatches",
     "SyntheticWordCorpus",

@@ -50,6 +50,21 @@ def reference_placement(z, logits, weight=1.0, mask=None):
     return weight * total
 
 
+def reference_rise_placement(z, logits, weight=1.0):
+    """Eq. (2): z^1 against the rise of the entropy (every step but the
+    first decides), the layers above as in Eq. (1)."""
+    entropy = reference_entropy(logits)
+    steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1])]
+    total = 0.0
+    for b, t in steps:
+        rise = entropy[b, t] - entropy[b, t - 1]
+        total += abs(z[b, t, 0] - float(rise > 0)) * abs(rise) / len(steps)
+    if z.shape[-1] > 1:
+        # Eq. (1) of the upper layers (layer 1's column still gives A^2).
+        total += reference_placement(z, logits) - reference_placement(z[..., :1], logits)
+    return weight * total
+
+
 def random_case(seed, shape=(3, 11, 2), classes=6, soft=False):
     rng = np.random.default_rng(seed)
     logits = rng.normal(scale=2.0, size=shape[:2] + (classes,))
@@ -233,3 +248,52 @@ def test_loss_layer_adds_the_placement_while_training_only(tmp_path):
     np.testing.assert_allclose(loaded(x), model(x), atol=1e-6)
     with pytest.raises(ValueError, match="boundary_layers"):
         hmkeras.BoundaryPlacementLoss(boundary_layers=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rise_form_matches_the_reference(seed):
+    z, logits = random_case(seed, shape=(3, 11, 2))
+    assert float(BoundaryPlacement(form="rise")(z, logits)) == pytest.approx(
+        reference_rise_placement(z, logits), rel=1e-10)
+    assert float(BoundaryPlacement(weight=0.5, form="rise")(z, logits)) == pytest.approx(
+        reference_rise_placement(z, logits, 0.5), rel=1e-10)
+
+
+def test_rise_form_costs_nothing_on_the_rises_and_their_size_elsewhere():
+    # z^1 exactly where H_t > H_{t-1} (the first step is no decision):
+    # zero; a boundary moved onto a fall costs the fall's size.
+    _, logits = random_case(5, shape=(1, 12, 1))
+    entropy = reference_entropy(logits)[0]
+    rises = np.concatenate([[0.0], np.diff(entropy) > 0]).astype("float64")
+    z = rises[None, :, None].copy()
+    z[0, 0, 0] = 1.0  # the window's first step decides nothing
+    assert float(BoundaryPlacement(form="rise")(z, logits)) == 0.0
+    fall = 1 + int(np.argmin(np.diff(entropy)))
+    moved = z.copy(); moved[0, fall, 0] = 1.0
+    expected = (entropy[fall - 1] - entropy[fall]) / (entropy.size - 1)
+    assert float(BoundaryPlacement(form="rise")(moved, logits)) == pytest.approx(
+        expected, rel=1e-10)
+    # The level rule of Eq. (1) sees the same boundaries otherwise.
+    assert float(BoundaryPlacement()(z, logits)) != 0.0
+
+
+def test_rise_form_gradient_is_the_signed_rise():
+    z, logits = random_case(6, shape=(2, 8, 1), soft=True)
+    tensor = tf.constant(z)
+    with tf.GradientTape() as tape:
+        tape.watch(tensor)
+        value = BoundaryPlacement(form="rise")(tensor, logits)
+    gradient = tape.gradient(value, tensor).numpy()[..., 0]
+    entropy = reference_entropy(logits)
+    rise = np.diff(entropy, axis=1)
+    # d|z - [r > 0]| |r| / dz = -r (z in (0, 1)), over the 2 x 7 deciding steps.
+    np.testing.assert_allclose(gradient[:, 1:], -rise / rise.size, rtol=1e-10)
+    np.testing.assert_array_equal(gradient[:, 0], 0.0)
+
+
+def test_loss_layer_takes_the_form():
+    layer = hmkeras.BoundaryPlacementLoss(boundary_layers=1, form="rise")
+    assert layer.get_config()["form"] == "rise"
+    assert hmkeras.BoundaryPlacementLoss.from_config(layer.get_config()).placement.form == "rise"
+    with pytest.raises(ValueError, match="form"):
+        hmkeras.BoundaryPlacementLoss(form="peak")

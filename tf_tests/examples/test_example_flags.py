@@ -18,7 +18,8 @@ MISSING = os.path.join(ROOT, "no", "such", "dir")
 # (script, flags, what the line must say)
 CASES = [
     ("examples/ptb_char.py", ["--dataset=foo"],
-     ["--dataset=foo", "<synthetic|ptb_char|text8|enwik8|wikitext2_raw|text_file>"]),
+     ["--dataset=foo",
+      "<synthetic|ptb_char|text8|enwik8|wikitext2_raw|brent_phonemes|brent_text|text_file>"]),
     ("examples/ptb_char.py", ["--cell=gru"], ["--cell=gru", "hmlstm|hmrnn|lstm|mlstm"]),
     ("examples/ptb_char.py", ["--preset=fast"], ["--preset=fast", "quick"]),
     ("examples/ptb_char.py", ["--output=fancy"], ["--output=fancy", "gated|simple|none"]),
@@ -45,7 +46,7 @@ CASES = [
     ("examples/ptb_char.py", ["--boundary_prior=none", "--segment_lengths=5,15"],
      ["--segment_lengths needs a boundary prior"]),
     ("examples/ptb_char.py", ["--boundary_placement=surprisal"],
-     ["--boundary_placement=surprisal", "<entropy|none>"]),
+     ["--boundary_placement=surprisal", "<entropy|rise|none>"]),
     ("examples/ptb_char.py", ["--boundary_prior=none", "--boundary_placement=entropy"],
      ["--boundary_placement needs a boundary prior"]),
     ("examples/ptb_char.py", ["--cell=lstm", "--boundary_placement=entropy"],

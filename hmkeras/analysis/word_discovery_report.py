@@ -1,0 +1,154 @@
+"""The word-discovery section of a character language model's results.
+
+A model trained on unsegmented utterances (`hmkeras.data.Utterances`: the
+lines without their spaces, a line end after each) reads the test text
+once at batch 1 from a zero state (Kadar et al.'s protocol); what it
+marks is cut back into utterances and scored against the gold words in
+the field's conventions (`hmkeras.analysis.word_discovery`), side by side
+with baselines computed on the same test lines:
+
+* `"z1"` (hierarchical cells): the bottom boundary layer's segmentation.
+  `z^1_t = 1` ends a segment at step `t` (Chung et al. Eq. 2: the layer
+  flushes at `t + 1`), so a word ends after the symbol it fires on; the
+  alignment is fixed by that definition, not chosen on the test words.
+  At an utterance's last symbol the line end ends the word anyway.
+* `"z2"` (three layers or more): the same for `z^2`.
+* `"entropy"`: the words read from the model's own predictions, a
+  boundary after each symbol at which the predictive entropy of the next
+  symbol rises (`entropy_segmentation`, rule `"rise"`; Elman 1990): for
+  a model without boundaries (an LSTM) its segmentation.
+* `"random"`: a boundary at each position with the test text's gold
+  boundary rate (the usual chance baseline; it is told that rate).
+* `"transition_probability"`: Saffran et al. (1996), a boundary at each
+  local minimum of the forward transitional probability of the training
+  text's symbol pairs.
+
+Examples:
+
+    >>> from hmkeras.data.utterances import Utterances
+    >>> test = Utterances.from_text("ab c\\nd ef\\n")
+    >>> stream_segmentation(test, [0, 1, 1, 0, 1, 0, 0])  # one value per input symbol
+    ['ab c', 'd ef']
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from hmkeras.analysis import word_discovery
+
+#: The segmenters of `word_discovery_results`, in the order of the summary.
+SEGMENTERS = ("z1", "z2", "entropy", "random", "transition_probability")
+
+
+def _utterance_slices(utterances):
+    """`(start, length)` in the stream `utterances.text` of every
+    utterance's symbols (its line end follows at `start + length`)."""
+    slices, start = [], 0
+    for line in utterances.segmented:
+        length = len(line) - line.count(" ")
+        slices.append((start, length))
+        start += length + 1
+    return slices
+
+
+def stream_segmentation(utterances, boundaries):
+    """The segmented lines of a per-symbol boundary stream.
+
+    Args:
+        utterances: The `Utterances` read, as the stream
+            `utterances.text`.
+        boundaries: One value per input symbol of that stream (at least
+            every symbol but the final line end); a value > 0.5 after
+            symbol `t` ends a word there.
+
+    Returns:
+        A list of lines, the symbols of each utterance with a space after
+        every word that ends inside it.
+    """
+    boundaries = np.asarray(boundaries) > 0.5
+    needed = len(utterances.text) - 1
+    if boundaries.ndim != 1 or boundaries.shape[0] < needed:
+        raise ValueError(
+            f"`boundaries` must hold one value per input symbol ({needed}). "
+            f"Received shape {boundaries.shape}.")
+    lines = []
+    for line, (start, length) in zip(utterances.segmented, _utterance_slices(utterances)):
+        cuts = boundaries[start: start + length].astype(np.int8)
+        cuts[-1] = 1  # the line end ends the last word
+        lines.append(word_discovery.segment_utterance(line.replace(" ", ""), cuts))
+    return lines
+
+
+def utterance_values(utterances, values):
+    """A per-symbol stream of values (e.g. entropies) cut into one array per
+    utterance (its line end's value left out)."""
+    values = np.asarray(values)
+    return [values[start: start + length] for start, length in _utterance_slices(utterances)]
+
+
+def predictive_entropies(lm, ids, chunk=1000):
+    """`H_t` in nats of `lm`'s prediction of symbol `t + 1`, for every input
+    `t` of `ids[:-1]`, read at batch 1 from a zero state with the state
+    carried between chunks of `chunk` steps."""
+    ids = np.asarray(ids, np.int32)[:-1]
+    state, out = [tf.constant(s) for s in lm.zero_state(1)], []
+    for start in range(0, ids.shape[0], chunk):
+        logits, _, *state = lm.network(
+            [tf.constant(ids[None, start: start + chunk]), *state], training=False)
+        log_p = tf.nn.log_softmax(tf.cast(logits[0], tf.float64), axis=-1)
+        out.append(-tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1).numpy())
+    return np.concatenate(out)
+
+
+def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
+    """Every segmenter's words on the test utterances, scored.
+
+    Args:
+        lm: The trained `CharLanguageModel`.
+        vocab: Its `CharVocabulary`.
+        utterances: `{"train": Utterances, "test": Utterances, ...}`.
+        boundaries: The `(T, L-1)` boundaries of the batch-1 test pass
+            (`evaluate_char_model(..., keep_boundaries=True)`), or None for
+            a model without boundaries.
+        seed: Seed of the random baseline.
+
+    Returns:
+        `(results, segmentations)`: the JSON-able `results` has per
+        segmenter (`SEGMENTERS`, those that apply) its scores
+        (`WordDiscoveryScores.as_dict()`) and `rate` (boundaries per
+        utterance-internal position), plus `gold_rate`, `num_utterances`,
+        `primary` (`"z1"`, or `"entropy"` without boundaries) and whether
+        the text has gold words at all (`scored`: False for a text without
+        spaces, whose segmentations are returned unscored);
+        `segmentations` maps each segmenter to its lines.
+    """
+    test, train = utterances["test"], utterances["train"]
+    unspaced = [line.replace(" ", "") for line in test.segmented]
+    segmentations = {}
+    if boundaries is not None:
+        for layer in range(min(2, boundaries.shape[1])):
+            segmentations[f"z{layer + 1}"] = stream_segmentation(test, boundaries[:, layer])
+    entropies = predictive_entropies(lm, vocab.encode(test.text))
+    segmentations["entropy"] = word_discovery.entropy_segmentation(
+        unspaced, utterance_values(test, entropies), rule="rise")
+    gold_rate = word_discovery.boundary_rate(test.segmented)
+    segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
+    segmentations["transition_probability"] = (
+        word_discovery.transition_probability_segmentation(
+            [line.replace(" ", "") for line in train.segmented], unspaced))
+    results = {"primary": "z1" if boundaries is not None else "entropy",
+               "scored": test.has_words, "gold_rate": gold_rate,
+               "num_utterances": len(test)}
+    for name, lines in segmentations.items():
+        entry = {"rate": word_discovery.boundary_rate(lines)}
+        if test.has_words:
+            entry.update(word_discovery.score_segmentation(test.segmented, lines).as_dict())
+        results[name] = entry
+    return results, segmentations
+
+
+def write_segmented(path, lines):
+    """Writes `lines` to `path`, one per line (UTF-8); returns `path`."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+    return path

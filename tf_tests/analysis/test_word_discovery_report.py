@@ -1,0 +1,95 @@
+"""The word-discovery section of a char LM's results: per-symbol
+boundaries cut back into utterances (and the written file read back to
+the same boundaries), the entropies of a chunked batch-1 pass equal to one
+pass over the whole stream, and every segmenter scored on the same lines."""
+
+import numpy as np
+import pytest
+
+from hmkeras.analysis import word_discovery
+from hmkeras.analysis import word_discovery_report as report
+from hmkeras.data import CharVocabulary
+from hmkeras.data.utterances import Utterances
+from hmkeras.models.char_language_model import CharLanguageModel
+
+GOLD = "yu want tu\nsi D6 bUk\nhi\nlUk\n"
+
+
+def test_stream_boundaries_become_the_lines_and_the_file_reads_back(tmp_path):
+    test = Utterances.from_text(GOLD)
+    rng = np.random.default_rng(0)
+    stream = (rng.random(len(test.text) - 1) < 0.4).astype("float32")
+    lines = report.stream_segmentation(test, stream)
+    path = report.write_segmented(str(tmp_path / "test_segmented.txt"), lines)
+    read = open(path, encoding="utf-8").read().split("\n")[:-1]
+    assert read == lines
+    # Each line's boundaries are the stream's values on its symbols (the
+    # last symbol ends a word anyway; line ends are not read).
+    start = 0
+    for line, gold in zip(read, test.segmented):
+        chars, cuts = word_discovery.utterance_boundaries(line)
+        assert chars == gold.replace(" ", "")
+        expected = stream[start: start + len(chars)].astype(np.int8)
+        expected[-1] = 1
+        np.testing.assert_array_equal(cuts, expected)
+        start += len(chars) + 1
+    # Boundaries exactly on the gold word ends give the gold lines.
+    gold_stream = np.concatenate(
+        [np.append(word_discovery.utterance_boundaries(g)[1], 0) for g in test.segmented])
+    assert report.stream_segmentation(test, gold_stream) == list(test.segmented)
+    with pytest.raises(ValueError, match="`boundaries` must hold one value per input symbol"):
+        report.stream_segmentation(test, stream[:5])
+
+
+def test_utterance_values_skip_the_line_ends():
+    test = Utterances.from_text("ab c\nd\n")  # stream "abc\nd\n"
+    pieces = report.utterance_values(test, np.arange(5.0))
+    assert [p.tolist() for p in pieces] == [[0.0, 1.0, 2.0], [4.0]]
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    utterances = Utterances.from_text(GOLD * 3)
+    vocab = CharVocabulary.from_text(utterances.text)
+    lm = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=8, num_layers=3,
+                           embedding_dim=4, output_units=8, seed=0)
+    return lm, vocab, utterances
+
+
+def test_chunked_entropies_equal_one_pass(tiny_lm):
+    lm, vocab, utterances = tiny_lm
+    ids = vocab.encode(utterances.text)
+    whole = report.predictive_entropies(lm, ids, chunk=len(ids))
+    chunked = report.predictive_entropies(lm, ids, chunk=7)
+    assert whole.shape == (len(ids) - 1,)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
+    assert np.all(whole > 0) and np.all(whole <= np.log(len(vocab)) + 1e-6)
+
+
+def test_every_segmenter_is_scored_on_the_same_lines(tiny_lm):
+    lm, vocab, utterances = tiny_lm
+    test = Utterances.from_text(GOLD)
+    z = np.zeros((len(test.text) - 1, 2), "float32")
+    results, segmentations = report.word_discovery_results(
+        lm, vocab, {"train": utterances, "test": test}, boundaries=z, seed=1)
+    assert set(segmentations) == set(report.SEGMENTERS)
+    assert results["primary"] == "z1" and results["scored"]
+    assert results["gold_rate"] == pytest.approx(word_discovery.boundary_rate(test.segmented))
+    for name, lines in segmentations.items():
+        assert [line.replace(" ", "") for line in lines] == [
+            g.replace(" ", "") for g in test.segmented]
+        expected = word_discovery.score_segmentation(test.segmented, lines).as_dict()
+        assert results[name]["boundary"] == expected["boundary"]
+        assert results[name]["rate"] == word_discovery.boundary_rate(lines)
+    # No boundary at all: one word per line, no boundary found.
+    assert results["z1"]["rate"] == 0.0 and results["z1"]["boundary"]["num_predicted"] == 0
+    assert results["z1"]["token"]["true_positives"] == 2  # "hi", "lUk"
+
+
+def test_a_text_without_spaces_is_segmented_unscored(tiny_lm):
+    lm, vocab, utterances = tiny_lm
+    test = Utterances.from_text("yuwanttu\nlUk\n")
+    results, segmentations = report.word_discovery_results(
+        lm, vocab, {"train": utterances, "test": test})
+    assert results["primary"] == "entropy" and results["scored"] is False
+    assert "boundary" not in results["entropy"] and len(segmentations["entropy"]) == 2
