@@ -43,3 +43,19 @@ def _garbage_collected_and_survivors_frozen():
     yield
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any download attempt fails the test, and HMKERAS_OFFLINE is set: the
+    data builders' tests read files they write, never the network."""
+    import tensorflow_datasets as tfds
+
+    from hmkeras.data import sources
+
+    def _forbidden(*args, **kwargs):
+        raise AssertionError("a test tried to download")
+
+    monkeypatch.setattr(tfds.download.DownloadManager, "download", _forbidden)
+    monkeypatch.setattr(sources, "network_reachable", _forbidden)
+    monkeypatch.setenv(sources.OFFLINE_ENV_VAR, "1")

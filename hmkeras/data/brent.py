@@ -129,15 +129,7 @@ def parse_brent(data: bytes, file_name: str = "Brent file",
         ...
         hmkeras.data.sources.DatasetVerificationError: brent: phono_tr.txt line 1: a double space (words must be separated by single spaces): 'yu  want'
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise sources.DatasetVerificationError(
-            f"{dataset}: {file_name} is not UTF-8 text ({err})."
-        ) from err
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = sources.text_lines(data, dataset, file_name)
     if not lines:
         raise sources.DatasetVerificationError(f"{dataset}: {file_name} is empty.")
     for number, line in enumerate(lines, start=1):

@@ -76,15 +76,7 @@ def parse_ptb_char(data: bytes, file_name: str = "ptb.char file") -> str:
         >>> parse_ptb_char(b" a e r _ b a n k\\n t h e _ e n d \\n")
         'aer_bank\\nthe_end\\n'
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise sources.DatasetVerificationError(
-            f"ptb_char: {file_name} is not UTF-8 text ({err})."
-        ) from err
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = sources.text_lines(data, "ptb_char", file_name)
     if not lines:
         raise sources.DatasetVerificationError(f"ptb_char: {file_name} is empty.")
     sentences = []

@@ -52,6 +52,7 @@ __all__ = [
     "network_reachable",
     "check_size",
     "check_digest",
+    "text_lines",
 ]
 
 OFFLINE_ENV_VAR = "HMKERAS_OFFLINE"
@@ -342,6 +343,30 @@ def fetch(
         ) from err
     located = Located(kind="archive", archive=path)
     return read_located(raw, located, archive_size), raw.url
+
+
+def text_lines(data: bytes, dataset: str, file_name: str) -> list:
+    """The lines of a raw UTF-8 text file (a final line end adds no line).
+
+    Raises:
+      DatasetVerificationError: naming `dataset` and `file_name`, for bytes
+        that are not UTF-8.
+
+    Examples:
+
+        >>> text_lines(b"a b\\n\\nc\\n", "demo", "a.txt")
+        ['a b', '', 'c']
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DatasetVerificationError(
+            f"{dataset}: {file_name} is not UTF-8 text ({err})."
+        ) from err
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def check_size(dataset: str, what: str, size: int, expected: int, hint: str = ""):

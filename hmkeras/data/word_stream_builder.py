@@ -67,15 +67,7 @@ def normalise_lines(data: bytes, file_name: str = "file",
     Raises:
       sources.DatasetVerificationError: not UTF-8, or empty.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise sources.DatasetVerificationError(
-            f"{dataset}: {file_name} is not UTF-8 text ({err})."
-        ) from err
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = sources.text_lines(data, dataset, file_name)
     if not any(line.strip() for line in lines):
         raise sources.DatasetVerificationError(f"{dataset}: {file_name} is empty.")
     return "".join(" ".join(line.split()) + "\n" for line in lines)

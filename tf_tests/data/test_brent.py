@@ -29,16 +29,8 @@ LINES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch):
-    """Any download attempt fails the test; HMKERAS_OFFLINE is set."""
-
-    def _forbidden(*args, **kwargs):
-        raise AssertionError("a test tried to download")
-
-    monkeypatch.setattr(tfds.download.DownloadManager, "download", _forbidden)
-    monkeypatch.setattr(sources, "network_reachable", _forbidden)
-    monkeypatch.setenv(sources.OFFLINE_ENV_VAR, "1")
+# Every test of this file runs offline (conftest.py's `no_network`).
+pytestmark = pytest.mark.usefixtures("no_network")
 
 
 def _config(name="tiny", files=PHONO, **kwargs):
