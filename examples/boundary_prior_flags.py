@@ -18,11 +18,19 @@ NAMES = ("boundary_prior", "segment_lengths")
 FORMS = ("rate", "binomial", "none")  # hmkeras.cells.boundary_prior.FORMS and "none"
 
 
+def _length(value):
+    """A --segment_lengths entry: a number, or None for "none" (a free layer)."""
+    return None if value.strip().lower() == "none" else float(value)
+
+
 def _lengths_ok(values):
     try:
-        return values is None or all(math.isfinite(float(v)) and float(v) > 1 for v in values)
+        lengths = None if values is None else [_length(v) for v in values]
     except ValueError:
         return False
+    return lengths is None or (
+        any(v is not None for v in lengths)
+        and all(v is None or (math.isfinite(v) and v > 1) for v in lengths))
 
 
 def define_flags(flags, unit, default="rate"):
@@ -34,10 +42,11 @@ def define_flags(flags, unit, default="rate"):
                       "extension): rate, binomial, or none for the papers' model.")
     flags.DEFINE_list("segment_lengths", None, "The prior's expected segment length of "
                       f"z^1 .. z^{{L-1}}, in {unit}, e.g. 5,15 (default: 5, 3x longer "
-                      "per layer).")
+                      "per layer); none leaves a layer's rate free, e.g. none,15.")
     flags.register_validator(
         "segment_lengths", _lengths_ok,
-        message="must be numbers > 1, one per boundary layer, e.g. 5,15")
+        message="must be numbers > 1 or none, one per boundary layer (at least one "
+                "number), e.g. 5,15 or none,15")
 
 
 def check_flags(settings, flag_values, hierarchical_cells):
@@ -80,11 +89,13 @@ def prior_arguments(s):
     {'boundary_prior': None, 'segment_lengths': None}
     >>> prior_arguments({"boundary_prior": "rate", "segment_lengths": ["4", "12"]})
     {'boundary_prior': 'rate', 'segment_lengths': [4.0, 12.0]}
+    >>> prior_arguments({"boundary_prior": "rate", "segment_lengths": ["none", "15"]})
+    {'boundary_prior': 'rate', 'segment_lengths': [None, 15.0]}
     """
     lengths = s["segment_lengths"]
     return dict(
         boundary_prior=None if s["boundary_prior"] == "none" else s["boundary_prior"],
-        segment_lengths=None if lengths is None else [float(v) for v in lengths],
+        segment_lengths=None if lengths is None else [_length(v) for v in lengths],
     )
 
 

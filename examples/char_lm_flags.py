@@ -34,6 +34,13 @@ PRESETS = {
         synthetic_test_chars=20_000, valid_batch_size=8,
         layer_norm=True,
     ),
+    # Word discovery on the Brent corpus (the main job's model, more epochs:
+    # the corpus is 85,000 symbols).
+    "brent": dict(
+        dataset="brent_phonemes", units=128, num_layers=3, embedding_dim=32,
+        output_units=128, batch_size=32, seq_len=100, learning_rate=0.003,
+        max_epochs=20, valid_batch_size=8, layer_norm=True,
+    ),
     "ptb": dict(
         dataset="ptb_char", units=512, num_layers=3, embedding_dim=128,
         output_units=512, batch_size=64, seq_len=100, learning_rate=0.002,
@@ -58,6 +65,9 @@ DATASETS = ("synthetic", "ptb_char", "text8", "enwik8", "wikitext2_raw", "brent_
 # Word-discovery corpora (hmkeras.data.Brent): unsegmented unless
 # --nounsegmented is given.
 UNSEGMENTED_DATASETS = ("brent_phonemes", "brent_text")
+# On unsegmented text z^1's rate is left to the rise placement; z^2's
+# expected segment length, 3x longer per layer above (the spaced default's).
+UNSEGMENTED_UPPER_SEGMENT_LENGTH = 15
 # The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS) and of
 # the hierarchical cells (hmkeras.cells.hierarchical_cell.BOUNDARY_MODES),
 # spelled out so that flags are checked before TensorFlow loads.
@@ -264,6 +274,22 @@ def _check_unsegmented_flags(settings, flag_values):
         settings["lstm_baseline"] = False
 
 
+def _unsegmented_boundary_defaults(settings, flag_values):
+    """On unsegmented text the hierarchical cells' z^1 goes where the
+    uncertainty rises (--boundary_placement=rise) and its number of
+    boundaries is left to that placement (--segment_lengths=none,15,...: the
+    prior holds the layers above), unless those flags are given."""
+    if not settings["unsegmented"] or settings["cell"] not in ("hmlstm", "hmrnn"):
+        return
+    if settings["boundary_placement"] == "none" or flag_values["boundary_placement"].present:
+        return  # the papers' model (no prior), or the user's choice
+    settings["boundary_placement"] = "rise"
+    if not flag_values["segment_lengths"].present:
+        upper = UNSEGMENTED_UPPER_SEGMENT_LENGTH
+        settings["segment_lengths"] = ["none"] + [
+            f"{upper * 3 ** layer:g}" for layer in range(settings["num_layers"] - 2)]
+
+
 def _check_text_file_flags(settings, flag_values):
     """--text_file and its companions go with --dataset=text_file only."""
     if settings["dataset"] != "text_file":
@@ -361,6 +387,7 @@ def resolve_settings(flag_values):
     _check_unsegmented_flags(settings, flag_values)
     boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
     _check_placement_flag(settings, flag_values)
+    _unsegmented_boundary_defaults(settings, flag_values)
     if settings["dataset"] != "text_file":
         for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
             settings[name] = flag_values[name].default

@@ -269,7 +269,7 @@ _WORD_DISCOVERY_ROWS = (
     ("z1", "z^1 (this model)"),
     ("z2", "z^2 (this model)"),
     ("entropy", "entropy rises (this model)"),
-    ("lstm", "entropy rises, same-size LSTM"),
+    ("lstm", "LSTM entropy rises"),
     ("transition_probability", "transition probability"),
     ("random", "random at the gold rate"),
 )
@@ -306,8 +306,8 @@ def word_discovery_lines(w):
         row = w.get(key)
         if row is None or not w["scored"]:
             continue
-        if key == "lstm":
-            label += f" (test BPC {row['test_bpc']:.3f})"
+        if key == "lstm":  # the same-size LSTM's run (lstm_baseline/)
+            label += f" (BPC {row['test_bpc']:.3f})"
         lines.append(f"  {label:<32}{row['boundary']['precision']:>10.3f}"
                      f"{row['boundary']['recall']:>7.3f}{row['boundary']['f1']:>7.3f}"
                      f"{row['token']['f1']:>10.3f}{row['lexicon']['f1']:>12.3f}"

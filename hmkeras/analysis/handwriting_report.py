@@ -88,7 +88,8 @@ def summary_lines(r):
         if prior is not None:
             lines.append("boundary prior: " + (
                 "none (the papers' model)" if prior == "none" else
-                f"{prior}, segment lengths {', '.join(f'{v:g}' for v in r['segment_lengths'])}"))
+                f"{prior}, segment lengths "
+                f"{', '.join('free' if v is None else f'{v:g}' for v in r['segment_lengths'])}"))
         lines.append("z rates " + ", ".join(f"z^{i + 1} {v:.3f}"
                                             for i, v in enumerate(b["z_rates"])))
         for key, scores in b.items():

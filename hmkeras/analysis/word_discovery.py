@@ -503,7 +503,10 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
       (n = 2) has no neighbour and gets no boundary, as in
       `transition_probability_segmentation`.
     * `"rise"`: a boundary after character i (1 <= i <= n - 2) when
-      e_i > e_{i-1}.
+      e_i - e_{i-1} > d, with d half the mean of |e_i - e_{i-1}| over every
+      internal step of every utterance: a rise smaller than the typical
+      change is no boundary (the rule `hmkeras.BoundaryPlacement(form="rise")`
+      trains `z^1` towards).
 
     Args:
         utterances: Sequence of unsegmented utterances (non-empty strings
@@ -520,8 +523,10 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
         >>> e = [[3.0, 1.0, 2.5, 0.5, 1.0, 0.7, 4.0]]  # the last value is unused
         >>> entropy_segmentation(["yuwantu"], e)        # peaks at 0, 2, 4
         ['y uw an tu']
-        >>> entropy_segmentation(["yuwantu"], e, rule="rise")  # rises at 2, 4
-        ['yuw an tu']
+        >>> entropy_segmentation(["yuwantu"], e, rule="rise")  # d = 0.63: only 2 rises more
+        ['yuw antu']
+        >>> entropy_segmentation(["abcd"], [[1.0, 1.1, 3.0, 0.0]], rule="rise")  # d = 0.5
+        ['abc d']
     """
     if rule not in _ENTROPY_RULES:
         raise ValueError(
@@ -534,22 +539,14 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
             "`entropies` must hold one array per utterance: "
             f"{len(utterances)}. Received {len(entropies)}."
         )
+    checked = [_checked_entropies(k, utterance, values)
+               for k, (utterance, values) in enumerate(zip(utterances, entropies))]
+    if rule == "rise":
+        changes = [np.abs(np.diff(e[:-1])) for e in checked]
+        steps = sum(change.size for change in changes)
+        typical = 0.5 * sum(change.sum() for change in changes) / max(steps, 1)
     out = []
-    for k, (utterance, values) in enumerate(zip(utterances, entropies)):
-        e = np.asarray(values)
-        if e.shape != (len(utterance),) or e.dtype.kind not in "biuf":
-            raise ValueError(
-                f"`entropies[{k}]` must be a 1-D array of numbers with one "
-                f"value per character of utterances[{k}] = {utterance!r}: "
-                f"shape ({len(utterance)},). Received shape {e.shape}, "
-                f"dtype {e.dtype}."
-            )
-        e = e.astype(np.float64)
-        if not np.all(np.isfinite(e)):
-            raise ValueError(
-                f"`entropies[{k}]` must hold finite values. Received: "
-                f"{e.tolist()!r}"
-            )
+    for utterance, e in zip(utterances, checked):
         internal = e[:-1]
         boundaries = np.zeros(len(utterance), dtype=np.int8)
         if rule == "peak":
@@ -560,6 +557,25 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
                 peak[0] = internal[0] > internal[1]  # no plateau at the start
                 boundaries[:-1] = peak
         else:
-            boundaries[1:-1] = internal[1:] > internal[:-1]
+            boundaries[1:-1] = internal[1:] - internal[:-1] > typical
         out.append(segment_utterance(utterance, boundaries))
     return out
+
+
+def _checked_entropies(k, utterance, values):
+    """`entropies[k]` as float64, checked against `utterances[k]`."""
+    e = np.asarray(values)
+    if e.shape != (len(utterance),) or e.dtype.kind not in "biuf":
+        raise ValueError(
+            f"`entropies[{k}]` must be a 1-D array of numbers with one "
+            f"value per character of utterances[{k}] = {utterance!r}: "
+            f"shape ({len(utterance)},). Received shape {e.shape}, "
+            f"dtype {e.dtype}."
+        )
+    e = e.astype(np.float64)
+    if not np.all(np.isfinite(e)):
+        raise ValueError(
+            f"`entropies[{k}]` must hold finite values. Received: "
+            f"{e.tolist()!r}"
+        )
+    return e

@@ -42,15 +42,20 @@ the bottom layer is better placed by where the uncertainty *rises* than by
 how high it is: after the last symbol of a word the next one is harder to
 predict than the symbol just read was (Harris 1955; Elman 1990), whereas
 a long word's middle and a short word's end can be equally uncertain.
-The form `"rise"` uses that criterion for `z^1`,
+The form `"rise"` uses that criterion for `z^1`: with `r_t = H_t - H_{t-1}
+- d` the rise beyond `d`, half the mean absolute change `|H_t - H_{t-1}|`
+over `A^1` (a rise smaller than the typical fluctuation of the
+uncertainty, e.g. inside a word already determined, is no boundary),
 
-    P = weight * (1 / |A^1| * sum_{t in A^1} |z^1_t - [H_t > H_{t-1}]| * |H_t - H_{t-1}|
+    P = weight * (1 / |A^1| * sum_{t in A^1} |z^1_t - [r_t > 0]| * |r_t|
                   + sum_{l > 1} (the layer's term of Eq. 1)),                     (2)
 
 with `A^1` every step but a window's first (whose `H_{t-1}` the window
-does not hold); `H_t` and `H_{t-1}` are both known when `z^1_t` is
+does not hold). `H_t` and `H_{t-1}` are both known when `z^1_t` is
 computed, so the detector can learn the rule exactly (`docs/results.md`,
-"Word discovery", compares the two rules).
+"Word discovery", compares the rules). The rise also sets how many
+boundaries `z^1` places: give the prior no rate for `z^1`
+(`BoundaryPrior((None, 15))`).
 
 In the discrete boundary modes the gradient reaches each detector through
 the straight-through estimator (Chung et al. Eq. 8-9).
@@ -77,6 +82,8 @@ from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import whole_batch_sums
 
 FORMS = ("entropy", "rise")
+# Eq. (2): `d` is this fraction of the mean absolute change of the entropy.
+RISE_FRACTION = 0.5
 
 
 def predictive_entropy(logits, dtype=tf.float32):
@@ -156,20 +163,22 @@ class BoundaryPlacement:
         entropy = predictive_entropy(logits, dtype)[..., None]
         active = deciding_steps(z, mask)
         if self.form == "rise":  # Eq. (2): z^1 decides where H_{t-1} is known
+            change = tf.pad(entropy[:, 1:] - entropy[:, :-1], [[0, 0], [1, 0], [0, 0]])
             active = tf.concat([tf.pad(active[:, 1:, :1], [[0, 0], [1, 0], [0, 0]]),
                                 active[..., 1:]], axis=-1)
-        # Under a strategy `m^l` and `|A^l|` are the whole batch's; each
-        # replica's loss is its share of Eq. (1) times the replicas, which
-        # Keras divides back out before it sums the gradients.
-        (steps, total), replicas = whole_batch_sums([
-            tf.reduce_sum(active, axis=[0, 1]),                # |A^l|
-            tf.reduce_sum(active * entropy, axis=[0, 1]),      # sum of H over A^l
-        ])
+        # Under a strategy `m^l`, `|A^l|` (and `d`) are the whole batch's;
+        # each replica's loss is its share of Eq. (1) times the replicas,
+        # which Keras divides back out before it sums the gradients.
+        sums = [tf.reduce_sum(active, axis=[0, 1]),            # |A^l|
+                tf.reduce_sum(active * entropy, axis=[0, 1])]  # sum of H over A^l
+        if self.form == "rise":  # sum of |H_t - H_{t-1}| over A^1
+            sums.append(tf.reduce_sum(active[..., 0] * tf.abs(change[..., 0])))
+        (steps, total, *spread), replicas = whole_batch_sums(sums)
         steps = tf.maximum(steps, 1.0)
         margin = entropy - total / steps  # H_t - m^l
-        if self.form == "rise":  # Eq. (2): H_t - H_{t-1} for z^1
-            rise = tf.pad(entropy[:, 1:] - entropy[:, :-1], [[0, 0], [1, 0], [0, 0]])
-            margin = tf.concat([rise, margin[..., 1:]], axis=-1)
+        if self.form == "rise":  # Eq. (2): H_t - H_{t-1} - d for z^1
+            typical = RISE_FRACTION * spread[0] / steps[0]
+            margin = tf.concat([change - typical, margin[..., 1:]], axis=-1)
         target = tf.cast(margin > 0.0, dtype)
         misplaced = tf.abs(z - target) * tf.abs(margin) * active  # Eq. (1)
         return self.weight * replicas * tf.reduce_sum(tf.reduce_sum(misplaced, axis=[0, 1]) / steps)

@@ -91,29 +91,39 @@ def default_segment_lengths(num_boundary_layers):
 
 
 def check_segment_lengths(segment_lengths, num_boundary_layers=None):
-    """`segment_lengths` as a tuple of floats > 1, one per boundary layer.
+    """`segment_lengths` as a tuple of floats > 1 or None, one per boundary layer.
 
-    A list, tuple or 1-D NumPy array of Python or NumPy numbers.
+    A list, tuple or 1-D NumPy array of Python or NumPy numbers; None for
+    a layer whose number of boundaries the prior leaves free (another
+    loss, e.g. `BoundaryPlacement(form="rise")`, sets it), as long as one
+    layer has a length.
 
     Raises:
         ValueError: naming `segment_lengths`, for anything but a non-empty
-            list or tuple of finite numbers > 1 (or, when
-            `num_boundary_layers` is given, a list of another length).
+            list or tuple of finite numbers > 1 and None, with at least one
+            number (or, when `num_boundary_layers` is given, a list of
+            another length).
+
+    Examples:
+
+        >>> check_segment_lengths([None, 15])
+        (None, 15.0)
     """
     if isinstance(segment_lengths, np.ndarray) and segment_lengths.ndim == 1:
         segment_lengths = segment_lengths.tolist()
-    allowed = "a list or tuple with one expected segment length > 1 (in steps) per boundary layer"
+    allowed = ("a list or tuple with one expected segment length > 1 (in steps) per boundary "
+               "layer, or None for a layer left free (at least one length)")
     if num_boundary_layers is not None:
         allowed += f" (num_layers - 1 = {num_boundary_layers} values)"
     if not isinstance(segment_lengths, (list, tuple)) or not segment_lengths or (
         num_boundary_layers is not None and len(segment_lengths) != num_boundary_layers
-    ):
+    ) or all(length is None for length in segment_lengths):
         raise ValueError(
             f"`segment_lengths` must be {allowed}. Received: segment_lengths={segment_lengths!r}"
         )
     try:
         return tuple(
-            argument_checks.check_float(
+            None if length is None else argument_checks.check_float(
                 "segment_lengths", length, minimum=1, exclusive_minimum=True
             )
             for length in segment_lengths
@@ -256,7 +266,9 @@ class BoundaryPrior(keras.regularizers.Regularizer):
         segment_lengths: One expected segment length > 1, in steps, per
             boundary layer (`num_layers - 1` values, bottom first); the
             target boundary rate of layer `l` is `1 / segment_lengths[l]`.
-            Default `(5, 15)`, for three layers.
+            None leaves a layer's rate free (no term for it: another loss
+            sets it, as `BoundaryPlacement(form="rise")` does for `z^1` on
+            unsegmented text). Default `(5, 15)`, for three layers.
         form: `"rate"` (Eq. 1, default) or `"binomial"` (Eq. 2).
         weight: Finite factor >= 0 of the loss; default 5 for `"rate"`,
             1 for `"binomial"` (a log-prior in nats per step, the unit of
@@ -290,8 +302,15 @@ class BoundaryPrior(keras.regularizers.Regularizer):
 
     @property
     def target_rates(self):
-        """`1 / segment_lengths`: the target boundary rate of every layer."""
-        return tuple(1.0 / length for length in self.segment_lengths)
+        """`1 / segment_lengths`: the target boundary rate of every layer
+        (None for a free one)."""
+        return tuple(None if length is None else 1.0 / length
+                     for length in self.segment_lengths)
+
+    @property
+    def _held_layers(self):
+        """The columns (of the boundaries) of the layers with a target rate."""
+        return [layer for layer, rate in enumerate(self.target_rates) if rate is not None]
 
     def counts(self, outputs, mask=None):
         """`(k, n)`: boundaries `(batch, layers)` and steps `(batch,)` per row."""
@@ -313,8 +332,11 @@ class BoundaryPrior(keras.regularizers.Regularizer):
 
     def __call__(self, outputs, mask=None):
         counts, steps = self.counts(outputs, mask)
+        held = self._held_layers
+        if len(held) < len(self.segment_lengths):  # free layers have no term
+            counts = tf.gather(counts, held, axis=1)
         total_steps = tf.maximum(tf.reduce_sum(steps), 1.0)
-        rates = tf.constant(self.target_rates, counts.dtype)
+        rates = tf.constant([self.target_rates[layer] for layer in held], counts.dtype)
         if self.form == "rate":  # Eq. (1)
             loss = _rate_loss(tf.reduce_sum(counts, axis=0), total_steps, rates)
         else:  # Eq. (2)

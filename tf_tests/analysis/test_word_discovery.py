@@ -422,9 +422,20 @@ def test_entropy_segmentation_peak():
 
 def test_entropy_segmentation_rise():
     e = [2.0, 1.0, 1.0, 3.0, 0.0, 9.0]
-    # i=1: 1 > 2 no; i=2: 1 > 1 no; i=3: 3 > 1 yes; i=4: 0 > 3 no;
-    # the end value 9.0 is not used
+    # changes -1, 0, 2, -3 (the end value 9.0 is not used): d = 6 / 4 / 2
+    # = 0.75; i=1: -1 no; i=2: 0 no; i=3: 2 > 0.75 yes; i=4: -3 no
     assert entropy_segmentation(["abcdef"], [e], rule="rise") == ["abcd ef"]
+    # A rise below d is none: changes 0.1, 0.4, 0.1, 1.4 -> d = 2.0 / 4 / 2
+    # = 0.25; only i=2 (0.4) and i=4 (1.4) rise more.
+    e = [1.0, 1.1, 1.5, 1.6, 3.0, 0.0]
+    assert entropy_segmentation(["abcdef"], [e], rule="rise") == ["abc de f"]
+    # d is the whole corpus': a second utterance with the change 1.0 gives
+    # d = 3.0 / 5 / 2 = 0.3 (i=2 stays), one with 6.0 gives d = 8.0 / 5 / 2
+    # = 0.8 (i=2 goes); their own rise is a boundary either way.
+    assert entropy_segmentation(["abcdef", "xyz"], [e, [0.0, 1.0, 0.0]], rule="rise") == [
+        "abc de f", "xy z"]
+    assert entropy_segmentation(["abcdef", "xyz"], [e, [0.0, 6.0, 0.0]], rule="rise") == [
+        "abcde f", "xy z"]
     # steady rise: a boundary after every character but the first and last
     assert entropy_segmentation(["abcde"], [np.arange(5.0)], rule="rise") == [
         "ab c d e"]

@@ -237,3 +237,33 @@ def test_default_fit_on_the_embedded_corpus_holds_the_rates_near_the_targets():
     rates = rates_after_fit()
     assert 0.2 * 0.7 < rates[0] < 0.2 * 1.3 and 0.067 * 0.5 < rates[1] < 0.067 * 1.5
     assert rates_after_fit(boundary_prior=None)[0] > 0.5
+
+
+@pytest.mark.parametrize("form", ["binomial", "rate"])
+def test_a_free_layer_has_no_term_and_no_gradient(form):
+    # segment_lengths=(None, 15): only z^2 is held; z^1's rate is left to
+    # another loss (the rise placement on unsegmented text).
+    rng = np.random.default_rng(2)
+    z = rng.uniform(0.05, 0.95, size=(3, 10, 2))
+    free = hmkeras.BoundaryPrior((None, 15), form=form)
+    held = hmkeras.BoundaryPrior((15,), form=form)  # reads the last column only
+    assert free.target_rates == (None, 1.0 / 15)
+    tensor = tf.constant(hierarchical_outputs(z))
+    with tf.GradientTape() as tape:
+        tape.watch(tensor)
+        value = free(tensor)
+    assert float(value) == pytest.approx(float(held(tensor)), rel=1e-12)
+    if form == "rate":
+        assert float(value) == pytest.approx(reference_rate(z[..., 1:], (15,), 5.0), rel=1e-10)
+    gradient = tape.gradient(value, tensor).numpy()
+    assert np.all(gradient[..., -2] == 0.0) and np.any(gradient[..., -1] != 0.0)
+    assert hmkeras.BoundaryPrior.from_config(free.get_config()).segment_lengths == (None, 15.0)
+
+
+def test_free_layers_in_the_layer_and_bad_values():
+    layer = hmkeras.HMLSTM(4, return_sequences=True, segment_lengths=[None, 15])
+    assert layer.segment_lengths == (None, 15.0)
+    assert hmkeras.HMLSTM.from_config(layer.get_config()).segment_lengths == (None, 15.0)
+    for bad in [(None, None), [None], (None, 1.0), (None, "x")]:
+        with pytest.raises(ValueError, match="segment_lengths.*None for a layer left free"):
+            hmkeras.BoundaryPrior(bad)

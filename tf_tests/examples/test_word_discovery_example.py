@@ -6,6 +6,7 @@ is one error naming the flag."""
 import json
 import os
 
+from absl import flags
 import numpy as np
 import pytest
 
@@ -106,6 +107,23 @@ def test_unsegmented_flags():
     assert s["unsegmented"] is True and s["lstm_baseline"] is True
     assert _settings("--dataset=brent_text", "--nounsegmented")["unsegmented"] is False
     assert _settings("--dataset=brent_text", "--cell=lstm")["lstm_baseline"] is False
+    # Unsegmented text: z^1 placed by the rise, its rate left to it.
+    assert (s["boundary_placement"], s["segment_lengths"]) == ("rise", ["none", "15"])
+    config = ptb_char.char_lm_flags.model_config(s, 50)
+    assert (config.boundary_placement, config.segment_lengths) == ("rise", [None, 15.0])
+    four = _settings("--dataset=brent_phonemes", "--num_layers=4")
+    assert four["segment_lengths"] == ["none", "15", "45"]
+    given = _settings("--dataset=brent_phonemes", "--segment_lengths=3,9")
+    assert (given["boundary_placement"], given["segment_lengths"]) == ("rise", ["3", "9"])
+    given = _settings("--dataset=brent_phonemes", "--boundary_placement=entropy")
+    assert (given["boundary_placement"], given["segment_lengths"]) == ("entropy", None)
+    papers = _settings("--dataset=brent_phonemes", "--boundary_prior=none")
+    assert (papers["boundary_placement"], papers["segment_lengths"]) == ("none", None)
+    with pytest.raises(flags.IllegalFlagValueError,
+                       match=r"must be numbers > 1 or none, .*\(at least one number\)"):
+        _settings("--dataset=brent_phonemes", "--segment_lengths=none,none")
+    spaced = _settings("--dataset=brent_phonemes", "--nounsegmented")
+    assert (spaced["boundary_placement"], spaced["segment_lengths"]) == ("entropy", None)
     s = _settings("--dataset=text_file", "--text_file=a.txt,b.txt,c.txt")
     assert ptb_char.char_lm_flags.text_file_parts(s) == {
         "text_file": "a.txt", "valid_file": "b.txt", "test_file": "c.txt"}
