@@ -222,11 +222,16 @@ def text_file_parts(s):
     >>> text_file_parts({"text_file": "tr.txt,va.txt,te.txt"})["test_file"]
     'te.txt'
     """
-    parts = s["text_file"].split(",")
-    if len(parts) == 3:
-        return dict(zip(("text_file", "valid_file", "test_file"), parts))
+    if _three_text_files(s):
+        return dict(zip(("text_file", "valid_file", "test_file"), s["text_file"].split(",")))
     return {"text_file": s["text_file"], "valid_file": s.get("valid_file"),
             "test_file": s.get("test_file")}
+
+
+def _three_text_files(s):
+    """Whether --text_file names three files (train,valid,test; checked by
+    `_check_text_file_list`)."""
+    return len(s["text_file"].split(",")) == 3
 
 
 def _check_text_file_list(settings, flag_values):
@@ -365,8 +370,7 @@ def resolve_settings(flag_values):
                     f"--{name} applies to the hierarchical cells (hmlstm, hmrnn) "
                     f"only. Received: --cell={settings['cell']} --{name}={settings[name]!r}"
                 )
-            settings[name] = flag_values[name].default
-        settings["top_down"] = True
+        settings.update(without_hierarchy(flag_values))
     if settings["cell"] == "hmrnn" and settings["copy_last"]:
         raise FlagError(
             "--copy_last applies to --cell=hmlstm only (Kadar et al.'s CopyLast; "
@@ -394,6 +398,14 @@ def resolve_settings(flag_values):
     if settings["output_dir"] is None:
         settings["output_dir"] = default_output_dir(flag_values.preset, settings)
     return settings
+
+
+def without_hierarchy(flag_values):
+    """The values of `HIERARCHICAL_ONLY_FLAGS` that a run of a cell without
+    boundaries (lstm, mlstm) has: the flags' defaults, with top-down on and
+    no placement (which needs boundaries)."""
+    return {**{name: flag_values[name].default for name in HIERARCHICAL_ONLY_FLAGS},
+            "top_down": True, "boundary_placement": "none"}
 
 
 def default_output_dir(preset, settings):
@@ -635,7 +647,7 @@ def _utterance_splits(path, fractions, max_chars):
 def _text_file_message(message, s):
     """A `hmkeras.data` error about --dataset=text_file in the flags' words:
     `valid_file` is --valid_file, or the second of three --text_file files."""
-    three = len(s["text_file"].split(",")) == 3
+    three = _three_text_files(s)
     for position, name in enumerate(TEXT_FILE_FLAGS):
         flag = f"--{name}"
         if three and name in ("text_file", "valid_file", "test_file"):
@@ -653,7 +665,7 @@ def unsegmented_texts(s, texts):
 
     if s["dataset"] == "text_file":
         files = text_file_parts(s)
-        three = len(s["text_file"].split(",")) == 3
+        three = _three_text_files(s)
         names = {split: (f"the {split} file of --text_file" if three else
                          f"--{key}" if files[key] else f"the {split} part of --text_file")
                  for split, key in (("train", "text_file"), ("validation", "valid_file"),

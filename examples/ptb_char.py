@@ -56,8 +56,7 @@ Examples:
     python examples/ptb_char.py --preset=quick --dataset=text_file --text_file=book.txt
     # Word discovery on Brent's phonemes (the files in --manual_dir), on
     # your own lines (train,valid,test files, or one file cut by lines):
-    python examples/ptb_char.py --preset=quick --dataset=brent_phonemes \
-        --manual_dir=../shared/data/brent
+    python examples/ptb_char.py --preset=brent --manual_dir=../shared/data/brent
     python examples/ptb_char.py --preset=quick --dataset=text_file \
         --text_file=train.txt,valid.txt,test.txt --unsegmented
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
@@ -247,19 +246,12 @@ def discover_words(s, lm, vocab, utterances, boundaries):
             segmentations[found["primary"]])]
     if s["lstm_baseline"]:
         lstm = run(Settings(s, cell="lstm", lstm_baseline=False, output_dir=os.path.join(
-            s["output_dir"], "lstm_baseline"), **lstm_defaults()))
+            s["output_dir"], "lstm_baseline"), **char_lm_flags.without_hierarchy(FLAGS)))
         if lstm is None:  # interrupted by --max_steps: rerun to finish
             return found
         found["lstm"] = dict(lstm["word_discovery"]["entropy"], test_bpc=lstm["test_bpc"],
                              parameters=lstm["parameters"])
     return found
-
-
-def lstm_defaults():
-    """The hierarchical cells' flags at the values an LSTM run has
-    (`char_lm_flags.resolve_settings` for --cell=lstm)."""
-    return {**{name: FLAGS[name].default for name in char_lm_flags.HIERARCHICAL_ONLY_FLAGS},
-            "boundary_placement": "none"}
 
 
 def run_from_flags():

@@ -294,24 +294,25 @@ def word_discovery_lines(w):
         found (gold) in t.txt:
           ab  (a b)
     """
-    lines = [f"word discovery, {w['num_utterances']:,} test utterances (gold boundary rate "
-             f"{w['gold_rate']:.3f}):"]
     if not w["scored"]:
         lines = [f"word discovery, {w['num_utterances']:,} test utterances: no spaces in "
                  "the test text, so no gold words to score against"]
     else:
-        lines.append(f"  {'segmenter':<32}{'boundary P':>10}{'R':>7}{'F1':>7}"
-                     f"{'token F1':>10}{'lexicon F1':>12}{'rate':>7}")
-    for key, label in _WORD_DISCOVERY_ROWS:
-        row = w.get(key)
-        if row is None or not w["scored"]:
-            continue
-        if key == "lstm":  # the same-size LSTM's run (lstm_baseline/)
-            label += f" (BPC {row['test_bpc']:.3f})"
-        lines.append(f"  {label:<32}{row['boundary']['precision']:>10.3f}"
-                     f"{row['boundary']['recall']:>7.3f}{row['boundary']['f1']:>7.3f}"
-                     f"{row['token']['f1']:>10.3f}{row['lexicon']['f1']:>12.3f}"
-                     f"{row['rate']:>7.3f}")
+        lines = [f"word discovery, {w['num_utterances']:,} test utterances (gold boundary "
+                 f"rate {w['gold_rate']:.3f}):",
+                 f"  {'segmenter':<32}{'boundary P':>10}{'R':>7}{'F1':>7}"
+                 f"{'token F1':>10}{'lexicon F1':>12}{'rate':>7}"]
+        lines += [_word_discovery_row(key, label, w[key])
+                  for key, label in _WORD_DISCOVERY_ROWS if key in w]
     lines.append(f"found (gold) in {w['segmented_file']}:")
     lines += [f"  {e['found']}  ({e['gold']})" for e in w["examples"]]
     return lines
+
+
+def _word_discovery_row(key, label, row):
+    """One segmenter's line of `word_discovery_lines`."""
+    if key == "lstm":  # the same-size LSTM's run (lstm_baseline/)
+        label += f" (BPC {row['test_bpc']:.3f})"
+    b = row["boundary"]
+    return (f"  {label:<32}{b['precision']:>10.3f}{b['recall']:>7.3f}{b['f1']:>7.3f}"
+            f"{row['token']['f1']:>10.3f}{row['lexicon']['f1']:>12.3f}{row['rate']:>7.3f}")

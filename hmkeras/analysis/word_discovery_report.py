@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from hmkeras.analysis import word_discovery
+from hmkeras.cells.boundary_placement import predictive_entropy
 
 #: The segmenters of `word_discovery_results`, in the order of the summary.
 SEGMENTERS = ("z1", "z2", "entropy", "random", "transition_probability")
@@ -95,8 +96,7 @@ def predictive_entropies(lm, ids, chunk=1000):
     for start in range(0, ids.shape[0], chunk):
         logits, _, *state = lm.network(
             [tf.constant(ids[None, start: start + chunk]), *state], training=False)
-        log_p = tf.nn.log_softmax(tf.cast(logits[0], tf.float64), axis=-1)
-        out.append(-tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1).numpy())
+        out.append(predictive_entropy(logits[0], tf.float64).numpy())
     return np.concatenate(out)
 
 

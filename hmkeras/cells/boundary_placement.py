@@ -52,8 +52,8 @@ uncertainty, e.g. inside a word already determined, is no boundary),
 
 with `A^1` every step but a window's first (whose `H_{t-1}` the window
 does not hold). `H_t` and `H_{t-1}` are both known when `z^1_t` is
-computed, so the detector can learn the rule exactly (`docs/results.md`,
-"Word discovery", compares the rules). The rise also sets how many
+computed: the rule needs nothing that comes later (`docs/results.md`,
+"Word discovery", compares the rules and how closely z^1 follows them). The rise also sets how many
 boundaries `z^1` places: give the prior no rate for `z^1`
 (`BoundaryPrior((None, 15))`).
 
