@@ -17,6 +17,8 @@ from absl import flags
 from command_line import FlagError  # examples/command_line.py
 from command_line import flag_errors
 from command_line import settings_from_flags
+from text_file_settings import text_file_parts  # examples/text_file_settings.py
+from text_file_settings import three_text_files
 import boundary_prior_flags  # examples/boundary_prior_flags.py
 import run_directory  # examples/run_directory.py
 
@@ -209,29 +211,6 @@ for _name, (_allowed, _check_value) in FLOAT_RANGES.items():
         _name, lambda v, ok=_check_value: v is None or (math.isfinite(v) and ok(v)),
         message=f"must be a number {_allowed}" if _allowed != "finite"
         else "must be a finite number")
-
-
-def text_file_parts(s):
-    """`{"text_file": ..., "valid_file": ..., "test_file": ...}` of the
-    settings: --text_file=train,valid,test gives all three, otherwise
-    --text_file and the --valid_file / --test_file flags (None when not
-    given).
-
-    Example:
-
-    >>> text_file_parts({"text_file": "tr.txt,va.txt,te.txt"})["test_file"]
-    'te.txt'
-    """
-    if _three_text_files(s):
-        return dict(zip(("text_file", "valid_file", "test_file"), s["text_file"].split(",")))
-    return {"text_file": s["text_file"], "valid_file": s.get("valid_file"),
-            "test_file": s.get("test_file")}
-
-
-def _three_text_files(s):
-    """Whether --text_file names three files (train,valid,test; checked by
-    `_check_text_file_list`)."""
-    return len(s["text_file"].split(",")) == 3
 
 
 def _check_text_file_list(settings, flag_values):
@@ -647,7 +626,7 @@ def _utterance_splits(path, fractions, max_chars):
 def _text_file_message(message, s):
     """A `hmkeras.data` error about --dataset=text_file in the flags' words:
     `valid_file` is --valid_file, or the second of three --text_file files."""
-    three = _three_text_files(s)
+    three = three_text_files(s)
     for position, name in enumerate(TEXT_FILE_FLAGS):
         flag = f"--{name}"
         if three and name in ("text_file", "valid_file", "test_file"):
@@ -665,7 +644,7 @@ def unsegmented_texts(s, texts):
 
     if s["dataset"] == "text_file":
         files = text_file_parts(s)
-        three = _three_text_files(s)
+        three = three_text_files(s)
         names = {split: (f"the {split} file of --text_file" if three else
                          f"--{key}" if files[key] else f"the {split} part of --text_file")
                  for split, key in (("train", "text_file"), ("validation", "valid_file"),

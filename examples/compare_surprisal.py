@@ -58,6 +58,7 @@ from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
 from command_line import run_script
 from run_directory import check_run_kind
+from text_file_settings import text_file_parts  # examples/text_file_settings.py
 
 # TensorFlow (imported lazily) reads this when it loads: no C++ start-up
 # chatter unless the user asks for it.
@@ -208,14 +209,30 @@ def _data_key(settings, data_dir, manual_dir):
 
 
 def load_test_text(settings, data_dir=None, manual_dir=None):
-    """The test split a run of `examples/ptb_char.py` was evaluated on."""
+    """The test text a run of `examples/ptb_char.py` was evaluated on: its
+    test split, and for an --unsegmented run the utterances without their
+    spaces (what the model read)."""
+    text = _load_test_split(settings, data_dir, manual_dir)
+    if not settings.get("unsegmented"):
+        return text
+    from hmkeras.data.utterances import Utterances
+
+    try:
+        return Utterances.from_text(text, name="the run's test split").text
+    except ValueError as error:
+        raise FlagError(str(error)) from None
+
+
+def _load_test_split(settings, data_dir=None, manual_dir=None):
+    """The test split of a run's corpus, as it is on disk."""
     from hmkeras import data
 
     sizes = ("train_chars", "valid_chars", "test_chars")
     if settings["dataset"] == "text_file":
-        names = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
+        names = ("valid_fraction", "test_fraction")
         try:
-            return data.read_text_splits(**{name: settings.get(name) for name in names
+            return data.read_text_splits(**text_file_parts(settings),
+                                         **{name: settings.get(name) for name in names
                                             if settings.get(name) is not None},
                                          max_chars=settings.get("text_chars") or None)[2]
         except (ValueError, OSError) as error:

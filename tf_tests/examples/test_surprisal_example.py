@@ -155,6 +155,30 @@ def test_text_file_runs_compare(tmp_path):
 
 
 @pytest.mark.slow
+def test_unsegmented_runs_compare(tmp_path):
+    """An --unsegmented run (three files) against its own LSTM baseline: the
+    models read the lines without their spaces, and so does the comparison
+    (the script checks that each model's BPC is the one its run reported)."""
+    words = ["ba", "dogi", "ku", "tesa"]
+    files = []
+    for name, count in (("tr.txt", 200), ("va.txt", 20), ("te.txt", 20)):
+        lines = [" ".join(words[(i + j) % 4] for j in range(1 + i % 3)) for i in range(count)]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        files.append(str(tmp_path / name))
+    run = str(tmp_path / "run")
+    run_ptb_char("--preset=quick", "--tiny", "--dataset=text_file", "--unsegmented",
+                 f"--text_file={','.join(files)}", f"--output_dir={run}", "--verbose=0")
+    done = _compare(f"--run_a={run}", f"--run_b={os.path.join(run, 'lstm_baseline')}",
+                    "--fraction=0.2", f"--output={tmp_path / 'r.png'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(tmp_path / "r.json") as f:
+        figures = json.load(f)
+    # Every symbol of the spaceless test lines and their line ends is scored.
+    assert figures["num_chars"] == sum(len(line.replace(" ", "")) + 1 for line in
+                                       (tmp_path / "te.txt").read_text().splitlines())
+
+
+@pytest.mark.slow
 def test_docstring_example_of_the_script():
     # In a subprocess: the script's flags would clash with ptb_char's here.
     # examples/ on sys.path, as for the script: it imports command_line.
