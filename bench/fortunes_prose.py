@@ -13,7 +13,9 @@ after `--chars` characters.
     python examples/ptb_char.py --preset=quick --dataset=text_file --text_file=fortunes_prose.txt
 
 The default topics and size (480,068 characters, 3,262 entries) are those
-of the results page's prose measurements.
+of the prose of `docs/results/char-lm.md`, "The boundary prior on English
+prose", and of `docs/results/word-discovery.md`, "Word discovery: words
+that nothing marks".
 """
 
 import os

@@ -16,7 +16,7 @@ so that it does not overflow before the gradient itself does).  Writes
 median over all steps and seeds, the largest norm of each seed, and the
 steps whose gradient was not finite).
 
-    python bench/gradient_norms.py                      # the README's table
+    python bench/gradient_norms.py      # docs/results/char-lm.md, "HMRNN gradient norms"
     python bench/gradient_norms.py --models=hmrnn_noln,hmrnn_noln_slope025 --steps=60
 """
 

@@ -17,10 +17,10 @@ with `examples/sample_handwriting.py`).
 
 The HM-LSTM trains the papers' model by default (`--boundary_prior=none`);
 `--boundary_prior=rate` or `binomial` adds the boundary prior
-(`--segment_lengths` in pen points). Measured on the embedded set, the rate
-prior held the rates at their targets but cost 4.1 % test log-likelihood on
-average over three seeds and put z^2 no closer to the stroke ends
-(docs/results.md), so it is not the default here.
+(`--segment_lengths` in pen points). It is not the default here: on the
+embedded set the rate prior holds the rates at their targets but costs test
+log-likelihood and puts z^2 no closer to the stroke ends
+(docs/results/handwriting.md, "Handwriting on the embedded stroke set").
 
 Data (`--dataset`):
 

@@ -31,10 +31,9 @@ deterministic from `--seed`); the paper's sizes are 100,000 / 10,000 /
 10,000 expressions per length (`--train_size=100000 --valid_size=10000
 --test_size=10000`). The defaults (50,000 / 1,000 / 2,000 per length, 128
 units, 8 epochs of batch 256, Adam 5e-3) are the CPU run of
-`docs/results.md`: 4-11 minutes for the LSTM, 20-32 for the supervised
-and random-tree RRNet, about an hour for REINFORCE (two runs at a time on
-the 2-core machine); `--quick` (10,000 / 500 / 500, 3 epochs)
-runs in minutes, a smoke test (the models are still near chance).
+`docs/results/mee-logic.md`, "MEE (Jacob et al. Table 2) in small" (its
+wall times are there); `--quick` (10,000 / 500 / 500, 3 epochs) runs in
+minutes, a smoke test (the models are still near chance).
 
 Examples:
 
@@ -273,7 +272,8 @@ def run(s):
         results["tree_agreement"] = {str(length): tree_agreement(model, test[length])
                                      for length in s["test_lengths"]}
         print_tree_agreement(results["tree_agreement"])
-    results["trees"] = print_trees(model, test[max(s["train_lengths"])][: s["num_trees"]])
+    results["trees"], results["true_trees"] = print_trees(
+        model, test[max(s["train_lengths"])][: s["num_trees"]])
     save()
     return results
 
@@ -315,24 +315,26 @@ def print_tree_agreement(agreement):
 
 
 def print_trees(model, examples):
-    """Prints (and returns) each expression's learned tree above its true one."""
+    """Prints each expression's learned tree above its true one; returns
+    both lists of lines (the learned trees with the value and the
+    prediction, the true trees)."""
     from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
 
     if not examples:
-        return []
+        return [], []
     actions, values = _encoder_trees(model, examples)
     print("\nTrees of the encoder ([ opens at a split, ] closes after a merge), "
           "each above the true tree:")
-    lines = []
+    lines, true_lines = [], []
     for row, example in enumerate(examples):
         if actions is None:
             learned = "(LSTM: no tree) " + " ".join(example.expression)
         else:
             learned = bracketed_tree(example.expression, actions[row])
-        true = bracketed_tree(example.expression, example.operations)
+        true_lines.append(bracketed_tree(example.expression, example.operations))
         lines.append(f"{learned}   = {example.value} (predicted {values[row]})")
-        print(f"  {lines[-1]}\n  {true}   (true)")
-    return lines
+        print(f"  {lines[-1]}\n  {true_lines[-1]}   (true)")
+    return lines, true_lines
 
 
 def print_table(results):

@@ -40,8 +40,9 @@ of the model beside the random, transitional-probability and (with
 
 Examples:
 
-    # The embedded synthetic corpus, small model (its time: see README.md);
-    # --tiny shrinks any preset to a smoke test of a few seconds:
+    # The embedded synthetic corpus, small model (its time: README,
+    # "Commands"); --tiny shrinks any preset to a smoke test of a few
+    # seconds:
     python examples/ptb_char.py --preset=quick
     python examples/ptb_char.py --preset=quick --tiny --output_dir=/tmp/smoke
     python examples/ptb_char.py --preset=quick --cell=lstm

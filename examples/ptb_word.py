@@ -20,10 +20,9 @@ With `--cell=hmlstm` the script trains the papers' HM-LSTM
 `binomial` adds the boundary prior (`--segment_lengths` in words, default
 5) on the real words only (never the padding). results.json records the
 prior and the test set's boundary rates (`test_z_rates`). The prior is off
-by default because, measured on the embedded corpus with this script's SGD
-(learning rate 1.0), it drives z^1 to 0 in the first epoch and the
-perplexity ends 2.3 times the papers' model's (docs/results.md, "The
-HM-LSTM word LM and the boundary prior").
+by default: with this script's SGD (learning rate 1.0) it drives z^1 to 0
+in the first epoch and the perplexity ends far above the papers' model's
+(docs/results/word-lm.md, "The HM-LSTM word LM and the boundary prior").
 
 `--cell=rrnet` is the recurrent-recursive language model of Jacob et al.
 (2018), Sec. 3.3 (`hmkeras.models.rrnet_language_model`): one layer of 350

@@ -1,13 +1,16 @@
-"""Runs the docstring example of every hmkeras module (they must work), and
+"""Runs the docstring example of every hmkeras module (they must work),
 checks that each sits in a Google-style `Examples:` section, the only place
-the documentation site renders a doctest as code."""
+the documentation site renders a doctest as code, and that every class and
+function of the API pages (`docs/api/*.md`) has one."""
 
 import ast
 import doctest
 import importlib
+import inspect
 import os
 import pathlib
 import pkgutil
+import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -15,6 +18,7 @@ import pytest
 
 import hmkeras
 
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODULES = sorted(
     name
     for _, name, _ in pkgutil.walk_packages(hmkeras.__path__, prefix="hmkeras.")
@@ -68,3 +72,62 @@ def test_every_doctest_is_in_an_examples_section():
                 if docstring and _doctests_outside_examples(docstring):
                     loose.append(f"{path.relative_to(root)}:{getattr(node, 'name', '')}")
     assert not loose, f"doctests outside an `Examples:` section: {loose}"
+
+
+def api_page_names():
+    """The dotted names of the `::: name` blocks of the API pages."""
+    names = []
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        names += re.findall(r"^::: ([\w.]+)\s*$", page.read_text(encoding="utf-8"), re.M)
+    return names
+
+
+def resolve(name):
+    """The object a dotted name of an API page stands for: its longest
+    importable module, then attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ImportError(name)
+
+
+def has_doctest_example(docstring):
+    """Whether `docstring` has an `Examples:` section with a `>>>` line."""
+    lines = (docstring or "").expandtabs().split("\n")
+    for number, line in enumerate(lines):
+        if line.strip() != "Examples:":
+            continue
+        header_indent = len(line) - len(line.lstrip())
+        for following in lines[number + 1:]:
+            text = following.strip()
+            if text and len(following) - len(text) <= header_indent:
+                break
+            if text.startswith(">>>"):
+                return True
+    return False
+
+
+def test_example_scan():
+    assert has_doctest_example("Doc.\n\nExamples:\n\n    Prose.\n\n    >>> 1\n    1\n")
+    assert not has_doctest_example("Doc.\n\nExamples:\n\n    python run.py\n")
+    assert not has_doctest_example("Doc.\n\nExamples:\n\n    Text.\nArgs:\n    >>> 1\n")
+    assert not has_doctest_example(None)
+
+
+def test_every_class_and_function_of_the_api_pages_has_an_example():
+    names = api_page_names()
+    assert "hmkeras.cells.HMLSTMCell" in names and "hmkeras.data.CharVocabulary" in names
+    missing = []
+    for name in names:
+        obj = resolve(name)
+        # Constants have no docstring of their own.
+        if inspect.isclass(obj) or inspect.isfunction(obj) or inspect.ismodule(obj):
+            if not has_doctest_example(obj.__doc__):
+                missing.append(name)
+    assert not missing, f"API names without a doctest in an `Examples:` section: {missing}"

@@ -113,6 +113,15 @@ class EvaluationResult:
         update_statistics: With `sparse_updates=True`, the executed and
             skipped layer updates and the skipped fraction
             (`hmkeras.cells.sparse_update.update_statistics`), else None.
+
+    Examples:
+
+        >>> from hmkeras.analysis import EvaluationResult
+        >>> result = EvaluationResult(bpc=1.5, num_targets=399, num_symbols=400)
+        >>> result.word_level(num_words=80).bits_per_word  # 1.5 bits x 400 / 80
+        7.5
+        >>> "losses" in result.as_dict()  # JSON-able figures, no arrays
+        False
     """
 
     bpc: float
@@ -239,6 +248,19 @@ def evaluate_char_model(
 
     Returns:
         An `EvaluationResult`.
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.analysis import evaluate_char_model
+        >>> from hmkeras.models import CharLanguageModel
+        >>> lm = CharLanguageModel(vocab_size=3, units=4, embedding_dim=2, output_units=4,
+        ...                        seed=0)
+        >>> ids = np.array([0, 1, 2] * 20)
+        >>> reference = (ids == 2).astype(int)  # "words" end on id 2
+        >>> result = evaluate_char_model(lm, ids, seq_len=20, reference=reference, verbose=0)
+        >>> result.num_targets, len(result.z_rates), sorted(result.boundary_scores[0])[:3]
+        (59, 2, ['alignment', 'by_alignment', 'f1'])
     """
     if sparse_updates and not language_model.is_hierarchical:
         raise ValueError(

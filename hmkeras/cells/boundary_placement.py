@@ -6,7 +6,7 @@ loss alone does not say where.  Inside a unit whose rest is already
 determined (the end of a long word), handing the bottom layer's state up
 and flushing it costs the language model nothing, so every such step is an
 optimum, and which one a training run finds depends on its initialization
-(`docs/results.md`, "Where the boundaries land").
+(`docs/results/char-lm.md`, "Where the boundaries land: a diagnosis").
 
 The placement term breaks that tie with the classic criterion of
 unsupervised segmentation (Harris 1955; Elman 1990; the entropy spikes of
@@ -52,10 +52,11 @@ uncertainty, e.g. inside a word already determined, is no boundary),
 
 with `A^1` every step but a window's first (whose `H_{t-1}` the window
 does not hold). `H_t` and `H_{t-1}` are both known when `z^1_t` is
-computed: the rule needs nothing that comes later (`docs/results.md`,
-"Word discovery", compares the rules and how closely z^1 follows them). The rise also sets how many
-boundaries `z^1` places: give the prior no rate for `z^1`
-(`BoundaryPrior((None, 15))`).
+computed: the rule needs nothing that comes later
+(`docs/results/word-discovery.md`, "Word discovery: words that nothing
+marks", compares the rules and how closely z^1 follows them). The rise
+also sets how many boundaries `z^1` places: give the prior no rate for
+`z^1` (`BoundaryPrior((None, 15))`).
 
 In the discrete boundary modes the gradient reaches each detector through
 the straight-through estimator (Chung et al. Eq. 8-9).

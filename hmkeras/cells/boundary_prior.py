@@ -31,10 +31,9 @@ window, `n_b` its steps:
   `sum_b n_b` (`psi` the digamma function), is the log-odds of the row's
   rate against the target, not zero when the batch is on target.
 
-Measured side by side on the main job (README, "Boundaries that
-segment"), the rate form trains as well as the papers' model and places
-its boundaries at word ends; the binomial form's per-row push made the
-training diverge for a while and placed fewer boundaries at word ends.
+`"rate"` is the default form, of `BoundaryPrior` and of the sequence
+layers' `boundary_prior`; the two forms are compared on the main job in
+`docs/results/char-lm.md`, "The boundary prior on the main job".
 
 In the discrete boundary modes `z` is binary and its gradient reaches each
 detector through the straight-through estimator (Chung et al. Eq. 8-9):

@@ -18,17 +18,6 @@ A subclass only says what one layer computes at one step: its weights
 (`_extra_states_per_layer`; the HM-LSTM's `c^l`), how the boundaries gate
 its products (`_product_gates`) and its update (`_layer_step`, which
 reads a `LayerStep`).
-
-Examples:
-
-    >>> import numpy as np, hmkeras
-    >>> cell = hmkeras.HMLSTMCell([4, 3])
-    >>> isinstance(cell, HierarchicalCell), cell.state_size, cell.output_size
-    (True, [4, 4, 3, 3, 1], 8)
-    >>> y, states = cell(np.ones((2, 5), "float32"), cell.get_initial_state(2))
-    >>> hiddens, boundaries = cell.split_outputs(y)
-    >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
-    ([(2, 4), (2, 3)], (2, 1))
 """
 
 import keras
@@ -72,6 +61,17 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     and `_layer_step`, and set `_extra_states_per_layer` (the number of
     state tensors of size `units_l` a layer keeps besides `h^l`),
     `_columns_per_unit` and `_copy_products`.
+
+    Examples:
+
+        >>> import numpy as np, hmkeras
+        >>> cell = hmkeras.HMLSTMCell([4, 3])
+        >>> isinstance(cell, hmkeras.HierarchicalCell), cell.state_size, cell.output_size
+        (True, [4, 4, 3, 3, 1], 8)
+        >>> y, states = cell(np.ones((2, 5), "float32"), cell.get_initial_state(2))
+        >>> hiddens, boundaries = cell.split_outputs(y)
+        >>> [tuple(h.shape) for h in hiddens], tuple(boundaries.shape)
+        ([(2, 4), (2, 3)], (2, 1))
     """
 
     _extra_states_per_layer = 0

@@ -50,9 +50,9 @@ class HMLSTM(HierarchicalSequenceLayer):
             each of the bottom-up, recurrent and top-down products and of
             the cell state before the output tanh, on every layer. Default
             `True`: Chung et al. normalize all their models (Sec. 4.1);
-            without it the boundaries tend to collapse (README, "Boundaries
-            that learn"). The statistics are computed in float32 under
-            mixed precision.
+            without it the boundaries tend to collapse
+            (`docs/guides/hm-lstm.md`, "Boundaries that learn"). The
+            statistics are computed in float32 under mixed precision.
         layer_norm_gain: Initial gain (> 0) of the products' normalizations
             (default 0.2; the cell state's starts at 1). A normalized
             product is scale-free, so its Jacobian grows as `1 / |h|`: with
@@ -121,6 +121,18 @@ class HMLSTM(HierarchicalSequenceLayer):
         zero_output_for_mask: Boolean (default `False`). Whether masked steps
             output zeros (`True`) or repeat the previous output.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        sequences: A floating-point `(batch, time, features)` tensor
+            (integer or boolean inputs are refused with a `ValueError`).
+        initial_state: Optional list of the cell's initial states,
+            `[h^1, c^1, ..., h^L, c^L, z]`; None starts from zeros.
+        mask: Optional `(batch, time)` boolean tensor: at a `False` step
+            the states are carried over unchanged, and the boundary prior
+            leaves the step out.
+        training: Whether the layer runs in training mode: boundaries are
+            sampled (`boundary_mode="sample"`), dropout is applied and the
+            boundary prior's loss is added.
 
     Examples:
 

@@ -59,9 +59,9 @@ class HMLSTMCell(HierarchicalCell):
             each of the bottom-up, recurrent and top-down products and of
             the cell state before the output tanh, on every layer. Default
             `True`: Chung et al. normalize all their models (Sec. 4.1);
-            without it the boundaries tend to collapse (README, "Boundaries
-            that learn"). The statistics are computed in float32 under
-            mixed precision.
+            without it the boundaries tend to collapse
+            (`docs/guides/hm-lstm.md`, "Boundaries that learn"). The
+            statistics are computed in float32 under mixed precision.
         layer_norm_gain: Initial gain (> 0) of the products' normalizations
             (default 0.2; the cell state's starts at 1). A normalized
             product is scale-free, so its Jacobian grows as `1 / |h|`: with

@@ -75,6 +75,18 @@ class HMRNN(HierarchicalSequenceLayer):
             output zeros (`True`) or repeat the previous output.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
+    Call arguments:
+        sequences: A floating-point `(batch, time, features)` tensor
+            (integer or boolean inputs are refused with a `ValueError`).
+        initial_state: Optional list of the cell's initial states,
+            `[h^1, ..., h^L, z]`; None starts from zeros.
+        mask: Optional `(batch, time)` boolean tensor: at a `False` step
+            the states are carried over unchanged, and the boundary prior
+            leaves the step out.
+        training: Whether the layer runs in training mode: boundaries are
+            sampled (`boundary_mode="sample"`), dropout is applied and the
+            boundary prior's loss is added.
+
     Examples:
 
         >>> import numpy as np

@@ -13,10 +13,9 @@ when it COPYs (`copy_hidden=False`).
 
 The operations are combined arithmetically, so the gradient reaches the
 masks and flows on to the boundary detectors through the straight-through
-estimator.  (A hand-derived gradient of this function was measured: it
-saved no time on CPU, the step being dominated by the matrix products and
-the per-step accumulation of their weight gradients, so automatic
-differentiation is kept.)
+estimator.  The gradient is TensorFlow's automatic one: a step's time goes
+to the matrix products and the per-step accumulation of their weight
+gradients, not to this function.
 
 Examples:
 

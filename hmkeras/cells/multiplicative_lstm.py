@@ -56,9 +56,8 @@ class MultiplicativeLSTM(SequenceLayer):
         weight_normalization_scope: `"recurrent"` (default, as Krause et
             al. Section 4.2: "weight normalization ... on recurrent
             weights"): `recurrent_kernel` and `multiplicative_kernel`; or
-            `"all"`: those and the input `kernel` (the behaviour of
-            configurations saved before this argument existed). Ignored
-            when `weight_normalization=False`.
+            `"all"`: those and the input `kernel`. Ignored when
+            `weight_normalization=False`.
         kernel_regularizer: Regularizer for `kernel` (its direction `v` when
             weight normalization covers it).
         recurrent_regularizer: Regularizer for `recurrent_kernel` and
@@ -89,6 +88,15 @@ class MultiplicativeLSTM(SequenceLayer):
         zero_output_for_mask: Boolean (default `False`). Whether masked steps
             output zeros (`True`) or repeat the previous output.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        sequences: A floating-point `(batch, time, features)` tensor
+            (integer or boolean inputs are refused with a `ValueError`).
+        initial_state: Optional list of the cell's initial states,
+            `[h, c]`; None starts from zeros.
+        mask: Optional `(batch, time)` boolean tensor: at a `False` step
+            the states are carried over unchanged.
+        training: Whether dropout is applied (`dropout`, `recurrent_dropout`).
 
     Examples:
 

@@ -142,9 +142,8 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         weight_normalization_scope: `"recurrent"` (default, as Krause et
             al. Section 4.2: "weight normalization ... on recurrent
             weights"): `recurrent_kernel` and `multiplicative_kernel`; or
-            `"all"`: those and the input `kernel` (the behaviour of
-            configurations saved before this argument existed). Ignored
-            when `weight_normalization=False`.
+            `"all"`: those and the input `kernel`. Ignored when
+            `weight_normalization=False`.
         kernel_regularizer: Regularizer for `kernel` (its direction `v` when
             weight normalization covers it).
         recurrent_regularizer: Regularizer for `recurrent_kernel` and

@@ -132,9 +132,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             `c_down` at a split, and F4 is a binary Tree-LSTM node (Tai et
             al. 2015) over both memories, `c = f * c + f_down * c_down +
             i * g`, so the sub-tree's result and the parent's saved memory
-            each have a gated linear path (see `_merge_unit`). On MEE the
-            supervised RRNet learned faster and generalized further with
-            `"tree"` (`docs/results.md`).
+            each have a gated linear path (see `_merge_unit`). The two
+            memories are compared on MEE in `docs/results/mee-logic.md`,
+            "MEE (Jacob et al. Table 2) in small".
         seed: Optional int, seed of the initial weights and of the sampler.
         **kwargs: Base-layer arguments (`name`, `dtype`, ...).
 

@@ -4,12 +4,11 @@ A recurrent cell multiplies the same kernel `M` at every step, `y = x M`,
 and its backward pass computes `dx = dy M^T` at every step.  TensorFlow's
 gradient of `tf.matmul` does that as a matmul with `transpose_b=True`,
 which oneDNN runs at about half the speed of a plain matmul on the shapes
-of an LSTM layer: `(64, 1025) x (256, 1025)^T` took 506-657 us against
-281-338 us for the same product against the transpose made beforehand,
-on the 2-core CPU of the README's figures (the forward product: 238-304
-us).  A `SequenceKernel` holds `M` and `M^T`, the transpose made once per
-sequence (with the other per-sequence constants of the cell), and
-`product` multiplies with a gradient that reads `M^T`.
+of an LSTM layer (the timings: `docs/results/speed.md`, "Speed: train-step
+time against Keras' own cells").  A `SequenceKernel` holds `M` and `M^T`,
+the transpose made once per sequence (with the other per-sequence
+constants of the cell), and `product` multiplies with a gradient that
+reads `M^T`.
 
 Only the backward pass reads `M^T`, so a compiled inference function
 (`predict`, generation, a SavedModel's serving function) prunes the

@@ -185,6 +185,18 @@ class BrentConfig(tfds.core.BuilderConfig):
       num_utterances: expected lines per split (``{split: int}``), or None.
       num_distinct_symbols: expected number of distinct symbols over the
         three files, the space not counted, or None.
+
+    Examples:
+
+        >>> from hmkeras.data import BrentConfig
+        >>> config = BrentConfig(name="mine", files={"train": "a.txt",
+        ...     "validation": "b.txt", "test": "c.txt"}, num_distinct_symbols=26)
+        >>> config.num_utterances is None  # counts not checked
+        True
+        >>> BrentConfig(name="bad", files={"train": "a.txt"})
+        Traceback (most recent call last):
+        ...
+        ValueError: `files` must map each split [...] to a file name, got {'train': 'a.txt'}.
     """
 
     files: Mapping[str, str] | None = None
@@ -261,7 +273,7 @@ class Brent(char_stream_builder.CharStreamBuilder):
       **kwargs: TFDS's builder arguments: ``config`` ("phonemes", "text" or
         a custom `BrentConfig`), ``data_dir``, ...
 
-    Example:
+    With the published files in a folder (nothing is downloaded):
 
         import tensorflow_datasets as tfds
         from hmkeras.data import Brent, read_split
@@ -270,6 +282,24 @@ class Brent(char_stream_builder.CharStreamBuilder):
             manual_dir="/path/to/dir/with/text_tr.txt"))
         lines = read_split(builder, "test").decode("utf-8").splitlines()
         assert len(lines) == 979
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import Brent, BrentConfig, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for name in ("tr", "va", "te"):
+        ...     _ = (folder / f"text_{name}.txt").write_text("you want to see the book\\nlook\\n")
+        >>> config = BrentConfig(name="tiny", files={"train": "text_tr.txt",
+        ...     "validation": "text_va.txt", "test": "text_te.txt"})
+        >>> builder = Brent(config=config, data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset brent downloaded and prepared to ...
+        >>> read_split(builder, "test").decode("utf-8").splitlines()
+        ['you want to see the book', 'look']
     """
 
     name = "brent"

@@ -80,6 +80,15 @@ class FixedSplitConfig(tfds.core.BuilderConfig):
         the builder's `CHECKSUM_ALGORITHM`), or None to skip the check.
       archive_size: published size of the zip archive, or None.
       num_distinct_bytes: number of distinct byte values, or None.
+
+    Examples:
+
+        >>> from hmkeras.data import FixedSplitConfig
+        >>> config = FixedSplitConfig(name="tiny", total_size=1000, valid_size=50, test_size=50)
+        >>> config.total_size - config.valid_size - config.test_size  # training symbols
+        900
+        >>> config.checksum is None  # not checked
+        True
     """
 
     total_size: int = 100_000_000
@@ -115,7 +124,16 @@ class FixedSplitConfig(tfds.core.BuilderConfig):
 
 
 class CharStreamBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
-    """Base class: one long symbol stream per split, stored as chunks."""
+    """Base class: one long symbol stream per split, stored as chunks.
+
+    Examples:
+
+        >>> from hmkeras.data import CharStreamBuilder, PtbChar, Text8
+        >>> issubclass(Text8, CharStreamBuilder), issubclass(PtbChar, CharStreamBuilder)
+        (True, True)
+        >>> CharStreamBuilder.CHUNK_SIZE
+        100000
+    """
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
@@ -256,6 +274,22 @@ def read_split(builder: CharStreamBuilder, split: str) -> bytes:
 
     Raises:
       ValueError: unknown split, or chunks missing from the prepared data.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import PtbChar, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"ptb.char.{split}.txt").write_text(" h i\\n")
+        >>> builder = PtbChar(data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset ptb_char downloaded and prepared to ...
+        >>> read_split(builder, "test")  # the chunks joined back in order
+        b'hi\\n'
     """
     if split not in SPLIT_NAMES:
         raise ValueError(

@@ -86,6 +86,20 @@ def char_corpus_builder(
       config: a builder config (name or object); None for the one `name`
         stands for (the builder's default, or for "brent_phonemes" /
         "brent_text" the `Brent` config "phonemes" / "text").
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> from hmkeras.data import char_corpus_builder, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"ptb.char.{split}.txt").write_text(" a _ c a t\\n")
+        >>> builder = char_corpus_builder("ptb_char", data_dir=folder / "tfds",
+        ...                               manual_dir=folder, allow_download=False)
+        Downloading and preparing dataset ...
+        Dataset ptb_char downloaded and prepared to ...
+        >>> read_split(builder, "train")
+        b'a_cat\\n'
     """
     _check_name(name)
     if name == "synthetic":
@@ -145,6 +159,13 @@ def load_char_corpus(
         download possible; the message says where to put them.
       hmkeras.data.DatasetVerificationError: files of the wrong size,
         checksum or format.
+
+    Examples:
+
+        >>> from hmkeras.data import load_char_corpus
+        >>> text = load_char_corpus("synthetic", "test", synthetic_sizes={"test_chars": 500})
+        >>> isinstance(text, str), len(text) >= 500
+        (True, True)
     """
     _check_name(name)
     if split not in char_stream_builder.SPLIT_NAMES:

@@ -34,7 +34,24 @@ ENWIK8_NUM_SYMBOLS = 205
 
 
 class Enwik8(char_stream_builder.FixedSplitBuilder):
-    """enwik8: 100M bytes of Wikipedia XML; 90M / 5M / 5M split."""
+    """enwik8: 100M bytes of Wikipedia XML; 90M / 5M / 5M split.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import Enwik8, FixedSplitConfig, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "enwik8").write_bytes(b"<page><title>Keras</title></page>\\n" * 10)
+        >>> config = FixedSplitConfig(name="tiny", total_size=340, valid_size=34, test_size=34)
+        >>> builder = Enwik8(config=config, data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset enwik8 downloaded and prepared to ...
+        >>> read_split(builder, "test")
+        b'<page><title>Keras</title></page>\\n'
+    """
 
     name = "enwik8"
     RAW_FILES = sources.RawFiles.from_archive(

@@ -144,6 +144,13 @@ class IamOnDbConfig(tfds.core.BuilderConfig):
     Attributes:
       min_length: Lines with fewer points are dropped (300 in Chung et al.).
       split_seed: Seed of the random split.
+
+    Examples:
+
+        >>> from hmkeras.data import IamOnDbConfig
+        >>> config = IamOnDbConfig(name="min_length_100", min_length=100)
+        >>> config.min_length, config.split_seed
+        (100, 0)
     """
 
     min_length: int = 300
@@ -172,7 +179,32 @@ def _xml_files(directory):
 
 
 class IamOnDb(tfds.core.GeneratorBasedBuilder, skip_registration=True):
-    """IAM-OnDB lines as normalized `(dx, dy, pen_up)` sequences."""
+    """IAM-OnDB lines as normalized `(dx, dy, pen_up)` sequences.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import IamOnDb, IamOnDbConfig, read_stroke_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for line in range(3):
+        ...     points = "".join(f'<Point x="{10 * i + line}" y="{i % 3}" time="{i}"/>'
+        ...                      for i in range(6))
+        ...     _ = (folder / f"line{line}.xml").write_text(
+        ...         f"<WhiteboardCaptureSession><StrokeSet><Stroke>{points}</Stroke>"
+        ...         "</StrokeSet></WhiteboardCaptureSession>")
+        >>> config = IamOnDbConfig(name="tiny", min_length=5)
+        >>> builder = IamOnDb(config=config, data_dir=str(folder / "tfds"))
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset iam_ondb downloaded and prepared to ...
+        >>> [len(read_stroke_split(builder, split))
+        ...  for split in ("train", "validation", "test")]
+        [1, 1, 1]
+        >>> read_stroke_split(builder, "test")[0].shape  # (dx, dy, pen_up) per point
+        (6, 3)
+    """
 
     name = "iam_ondb"
     VERSION = tfds.core.Version("1.0.0")
@@ -263,7 +295,30 @@ class IamOnDb(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 
 def read_stroke_split(builder, split):
     """The prepared `split` of `builder`: a list of `(T, 3)` float32 arrays,
-    ordered by line id."""
+    ordered by line id.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import IamOnDb, IamOnDbConfig, read_stroke_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for line in range(3):
+        ...     points = "".join(f'<Point x="{i * i + line}" y="{i}" time="{i}"/>'
+        ...                      for i in range(5))
+        ...     _ = (folder / f"line{line}.xml").write_text(
+        ...         f"<WhiteboardCaptureSession><StrokeSet><Stroke>{points}</Stroke>"
+        ...         "</StrokeSet></WhiteboardCaptureSession>")
+        >>> builder = IamOnDb(config=IamOnDbConfig(name="tiny", min_length=5),
+        ...                   data_dir=str(folder / "tfds"))
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset iam_ondb downloaded and prepared to ...
+        >>> lines = read_stroke_split(builder, "train")
+        >>> len(lines), lines[0].dtype.name, lines[0].shape
+        (1, 'float32', (5, 3))
+    """
     ds = builder.as_dataset(split=split, shuffle_files=False)
     lines = {example["id"]: example["strokes"] for example in ds.as_numpy_iterator()}
     return [lines[key] for key in sorted(lines)]

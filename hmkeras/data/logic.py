@@ -351,6 +351,15 @@ def generate_pairs(operations, split, count, seed=0, max_attempts=None):
     Raises:
         ValueError: bad arguments, or fewer than `count` unique pairs found
             within `max_attempts` draws (naming `count`).
+
+    Examples:
+
+        >>> from hmkeras.data import generate_logic_pairs
+        >>> pairs = list(generate_logic_pairs(operations=3, split="train", count=2))
+        >>> [max(p.left_operations, p.right_operations) for p in pairs]
+        [3, 3]
+        >>> pairs[0] == next(generate_logic_pairs(3, "train", 1))  # a prefix
+        True
     """
     _check_operations("operations", operations)
     _SPLITS.check_split(split)
@@ -382,6 +391,13 @@ class LogicInferenceConfig(tfds.core.BuilderConfig):
         operations: The pairs' numbers of operations (bins), in 1..12.
         train_size, valid_size, test_size: Pairs per bin and split.
         seed: Seed of the generation.
+
+    Examples:
+
+        >>> from hmkeras.data import LogicInferenceConfig
+        >>> config = LogicInferenceConfig(name="small", operations=(1, 2, 3), train_size=500)
+        >>> config.size("train"), config.size("test")
+        (500, 250)
     """
 
     operations: tuple = tuple(range(1, MAX_OPERATIONS + 1))
@@ -487,15 +503,23 @@ class LogicInference(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     and reads them back with `read_pair_file`.  Splits: ``train_n``,
     ``validation_n``, ``test_n`` for each number of operations ``n``.
 
-    Example (a small config; the default is 2,000 / 250 / 250 pairs for
-    each of the 12 bins):
+    The default config has 2,000 / 250 / 250 pairs for each of the 12 bins
+    (`LogicInferenceConfig`).
 
-        builder = LogicInference(
-            config=LogicInferenceConfig(name="small", operations=(1, 2, 3),
-                                        train_size=500, valid_size=50,
-                                        test_size=50), data_dir="/tmp/tfds")
-        builder.download_and_prepare()
-        ds = builder.as_dataset(split="train_1+train_2")
+    Examples:
+
+        >>> import tempfile
+        >>> from hmkeras.data import LogicInference, LogicInferenceConfig
+        >>> config = LogicInferenceConfig(name="tiny", operations=(1, 2), train_size=8,
+        ...                               valid_size=2, test_size=2)
+        >>> builder = LogicInference(config=config, data_dir=tempfile.mkdtemp())
+        >>> builder.download_and_prepare()
+        Downloading and preparing dataset ...
+        Dataset logic_inference downloaded and prepared to ...
+        >>> builder.info.splits["train_1"].num_examples
+        8
+        >>> builder.info.features["relation"].names[:2]
+        ['equivalence', 'forward_entailment']
     """
 
     VERSION = tfds.core.Version("1.0.0")

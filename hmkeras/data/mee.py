@@ -230,6 +230,15 @@ def generate_expressions(length, split, count, seed=0, max_attempts=None):
     Raises:
         ValueError: bad arguments, or fewer than `count` unique expressions
             found within `max_attempts` draws.
+
+    Examples:
+
+        >>> from hmkeras.data import generate_mee_expressions
+        >>> examples = list(generate_mee_expressions(length=2, split="train", count=3))
+        >>> len(examples), all(10 <= e.value <= 99 for e in examples)
+        (3, True)
+        >>> examples == list(generate_mee_expressions(2, "train", 3))  # same seed
+        True
     """
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise ValueError(f"`length` must be a positive integer. Received: length={length!r}")
@@ -272,6 +281,13 @@ class MeeConfig(tfds.core.BuilderConfig):
         lengths: The expression lengths (numbers of operations).
         train_size, valid_size, test_size: Expressions per length and split.
         seed: Seed of the generation.
+
+    Examples:
+
+        >>> from hmkeras.data import MeeConfig
+        >>> config = MeeConfig(name="small", lengths=(4, 5), train_size=2000)
+        >>> config.lengths, config.train_size, config.valid_size
+        ((4, 5), 2000, 10000)
     """
 
     lengths: tuple = (4, 5, 6, 7)
@@ -309,13 +325,24 @@ class MeeConfig(tfds.core.BuilderConfig):
 class Mee(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """TFDS builder of the MEE dataset, generated locally.
 
-    Example (a small custom config; the default is the paper's sizes):
+    Splits: ``train_n``, ``validation_n``, ``test_n`` for each length
+    ``n``; the default config has the paper's sizes (`MeeConfig`).
 
-        builder = Mee(config=MeeConfig(name="small", lengths=(4, 5),
-                                       train_size=2000, valid_size=200,
-                                       test_size=200), data_dir="/tmp/tfds")
-        builder.download_and_prepare()
-        ds = builder.as_dataset(split="train_4+train_5")
+    Examples:
+
+        >>> import tempfile
+        >>> from hmkeras.data import Mee, MeeConfig
+        >>> config = MeeConfig(name="tiny", lengths=(4,), train_size=8, valid_size=2,
+        ...                    test_size=2)
+        >>> builder = Mee(config=config, data_dir=tempfile.mkdtemp())
+        >>> builder.download_and_prepare()
+        Downloading and preparing dataset ...
+        Dataset mee downloaded and prepared to ...
+        >>> sorted(builder.info.splits)
+        ['test_4', 'train_4', 'validation_4']
+        >>> example = next(iter(builder.as_dataset(split="test_4").as_numpy_iterator()))
+        >>> int(example["length"]), 10 <= int(example["value"]) <= 99
+        (4, True)
     """
 
     VERSION = tfds.core.Version("1.0.0")

@@ -95,7 +95,24 @@ def parse_ptb_char(data: bytes, file_name: str = "ptb.char file") -> str:
 
 
 class PtbChar(char_stream_builder.CharStreamBuilder):
-    """Character-level Penn Treebank (Mikolov et al. 2012 processing)."""
+    """Character-level Penn Treebank (Mikolov et al. 2012 processing).
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import PtbChar, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"ptb.char.{split}.txt").write_text(" a e r _ b a n k\\n n o\\n")
+        >>> builder = PtbChar(data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset ptb_char downloaded and prepared to ...
+        >>> read_split(builder, "validation")
+        b'aer_bank\\nno\\n'
+    """
 
     name = "ptb_char"
     RAW_FILES = _RAW

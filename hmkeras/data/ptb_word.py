@@ -40,7 +40,26 @@ _FILES = {
 
 
 class PtbWord(word_stream_builder.WordStreamBuilder):
-    """Word-level Penn Treebank (Mikolov et al. 2010 processing)."""
+    """Word-level Penn Treebank (Mikolov et al. 2010 processing).
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import PtbWord, read_sentences
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"ptb.{split}.txt").write_text(" the <unk> rose N %\\n it fell\\n")
+        >>> builder = PtbWord(data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset ptb_word downloaded and prepared to ...
+        >>> read_sentences(builder, "test")
+        [['the', '<unk>', 'rose', 'N', '%'], ['it', 'fell']]
+        >>> builder.info.metadata["num_tokens"]["test"]  # one <eos> per sentence
+        9
+    """
 
     name = "ptb_word"
     FILES = _FILES

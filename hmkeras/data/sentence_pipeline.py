@@ -80,6 +80,20 @@ class SentenceBatches:
       num_batches: the number of batches.
       num_targets: weighted targets: the tokens scored, ``<eos>`` included.
       num_dropped_targets: targets cut by "truncate".
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.data import SentenceBatches
+        >>> batches = SentenceBatches([np.array([5, 6, 7]), np.array([8])], seq_len=4,
+        ...                           batch_size=2)
+        >>> inputs, targets, weights = batches.batch(0)
+        >>> inputs.tolist()  # <eos> (1) first, padding (0) last
+        [[1, 5, 6, 7], [1, 8, 0, 0]]
+        >>> targets.tolist()
+        [[5, 6, 7, 1], [8, 1, 0, 0]]
+        >>> weights.tolist()
+        [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
     """
 
     def __init__(self, sentences, seq_len=35, batch_size=32, overflow="truncate",

@@ -61,12 +61,36 @@ PROBE_THREAD_NAME = "hmkeras-network-probe"
 
 
 class DatasetFilesNotFoundError(FileNotFoundError):
-    """The raw files of a dataset are not on disk and cannot be downloaded."""
+    """The raw files of a dataset are not on disk and cannot be downloaded.
+
+    Examples:
+
+        >>> import tempfile
+        >>> from hmkeras.data import DatasetFilesNotFoundError, load_char_corpus
+        >>> try:
+        ...     load_char_corpus("text8", "test", data_dir=tempfile.mkdtemp(),
+        ...                      allow_download=False)
+        ... except DatasetFilesNotFoundError as error:
+        ...     print("text8.zip" in str(error))
+        Downloading and preparing dataset ...
+        True
+    """
 
 
 class DatasetVerificationError(ValueError):
     """A raw file is present but is not what was published (size, checksum,
-    format)."""
+    format).
+
+    Examples:
+
+        >>> from hmkeras.data import DatasetVerificationError
+        >>> from hmkeras.data.ptb_char import parse_ptb_char
+        >>> try:
+        ...     parse_ptb_char(b"aer banknote\\n", "ptb.char.train.txt")  # word-level text
+        ... except DatasetVerificationError as error:
+        ...     print(str(error)[:43])
+        ptb_char: ptb.char.train.txt line 1: tokens
+    """
 
 
 @dataclasses.dataclass(frozen=True)

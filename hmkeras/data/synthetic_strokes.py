@@ -79,6 +79,18 @@ class SyntheticStrokes:
 
     Attributes:
         mean, std: `(2,)` offset statistics of the training split.
+
+    Examples:
+
+        >>> from hmkeras.data import SyntheticStrokes
+        >>> strokes = SyntheticStrokes(seed=0, num_train=4, num_valid=1, num_test=1)
+        >>> line = strokes.sequences("train")[0]
+        >>> line.shape[1], int(line[-1, 2])  # (dx, dy, pen_up); the pen lifts at the end
+        (3, 1)
+        >>> bool((strokes.stroke_ends("train")[0] == line[:, 2]).all())
+        True
+        >>> bool(strokes.glyph_ends("train")[0].sum() <= line[:, 2].sum())  # glyphs end strokes
+        True
     """
 
     def __init__(self, seed=0, num_train=400, num_valid=50, num_test=50,

@@ -117,6 +117,17 @@ class SyntheticWordCorpus:
       entropy_rate_bits_per_token: exact entropy rate of the token stream.
       entropy_rate_perplexity: ``2 ** entropy_rate_bits_per_token``, the
         perplexity floor.
+
+    Examples:
+
+        >>> from hmkeras.data import SyntheticWordCorpus, WordVocabulary
+        >>> corpus = SyntheticWordCorpus(seed=0, train_tokens=2000, valid_tokens=200,
+        ...                              test_tokens=200)
+        >>> sentences = corpus.sentences("train")
+        >>> all(isinstance(word, str) for word in sentences[0])
+        True
+        >>> corpus.num_tokens("train") >= 2000, corpus.entropy_rate_perplexity > 1
+        (True, True)
     """
 
     def __init__(self, seed: int = 0, train_tokens: int = 200_000,

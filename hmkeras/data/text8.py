@@ -40,7 +40,24 @@ _ALPHABET = b" abcdefghijklmnopqrstuvwxyz"
 
 
 class Text8(char_stream_builder.FixedSplitBuilder):
-    """text8: 100M characters of a-z and space; 90M / 5M / 5M split."""
+    """text8: 100M characters of a-z and space; 90M / 5M / 5M split.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import FixedSplitConfig, Text8, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "text8").write_bytes(b" the cat sat on the mat" * 10)
+        >>> config = FixedSplitConfig(name="tiny", total_size=230, valid_size=23, test_size=23)
+        >>> builder = Text8(config=config, data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset text8 downloaded and prepared to ...
+        >>> read_split(builder, "test")
+        b' the cat sat on the mat'
+    """
 
     name = "text8"
     RAW_FILES = sources.RawFiles.from_archive(

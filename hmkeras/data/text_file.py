@@ -174,6 +174,16 @@ def read_text_splits(
       ValueError: a directory, an empty or non-UTF-8 file, a fraction outside
         (0, 1), the fractions used summing to 1 or more, or a part that comes
         out empty (the error names the argument).
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> from hmkeras.data import read_text_splits
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "prose.txt"
+        >>> _ = path.write_text("abcdefghij" * 10)
+        >>> train, valid, test = read_text_splits(path, valid_fraction=0.1, test_fraction=0.2)
+        >>> len(train), len(valid), len(test)
+        (70, 10, 20)
     """
     valid_fraction = _check_fraction("valid_fraction", valid_fraction)
     test_fraction = _check_fraction("test_fraction", test_fraction)

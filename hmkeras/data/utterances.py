@@ -53,6 +53,15 @@ class Utterances:
         segmented: The utterances, each as its words separated by single
             spaces (the gold segmentation; an utterance without a space is
             one word).
+
+    Examples:
+
+        >>> from hmkeras.data import Utterances
+        >>> utterances = Utterances.from_text("you want it\\nlook\\n")
+        >>> utterances.text  # what the model reads
+        'youwantit\\nlook\\n'
+        >>> utterances.segmented, len(utterances), utterances.has_words
+        (('you want it', 'look'), 2, True)
     """
 
     segmented: tuple

@@ -69,6 +69,19 @@ class CharVocabulary:
         is added to the vocabulary if missing. Decoding gives it back as is.
 
     Use `CharVocabulary.from_text(train_text)` to build one from a corpus.
+
+    Examples:
+
+        >>> from hmkeras.data import CharVocabulary
+        >>> vocab = CharVocabulary.from_text("hello world")
+        >>> len(vocab), vocab.symbols  # sorted, id i is the i-th symbol
+        (8, ' dehlorw')
+        >>> ids = vocab.encode("held")
+        >>> ids.tolist(), vocab.decode(ids)
+        ([3, 2, 4, 1], 'held')
+        >>> lenient = CharVocabulary("abc", unknown_symbol="?")
+        >>> lenient.decode(lenient.encode("abz"))
+        'ab?'
     """
 
     def __init__(self, symbols: Iterable, unknown_symbol=None):

@@ -91,6 +91,14 @@ class Wikitext2RawConfig(tfds.core.BuilderConfig):
         Krause et al.), or None to skip the check.
       test_words: expected word count of the test split; a mismatch is
         logged as a warning (the count depends on the counting convention).
+
+    Examples:
+
+        >>> from hmkeras.data import WIKITEXT2_TEST_BYTES, Wikitext2RawConfig
+        >>> Wikitext2RawConfig(name="bytes").test_bytes == WIKITEXT2_TEST_BYTES
+        True
+        >>> Wikitext2RawConfig(name="mine", test_bytes=None).test_bytes is None  # unchecked
+        True
     """
 
     test_bytes: int | None = WIKITEXT2_TEST_BYTES
@@ -108,7 +116,26 @@ class Wikitext2RawConfig(tfds.core.BuilderConfig):
 
 
 class Wikitext2Raw(char_stream_builder.CharStreamBuilder):
-    """WikiText-2 raw, one byte stream per split, with word counts."""
+    """WikiText-2 raw, one byte stream per split, with word counts.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import Wikitext2Raw, Wikitext2RawConfig, read_split
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"wiki.{split}.raw").write_text(" = Keras = \\n The layer .\\n")
+        >>> config = Wikitext2RawConfig(name="tiny", test_bytes=None, test_words=None)
+        >>> builder = Wikitext2Raw(config=config, data_dir=str(folder / "tfds"),
+        ...                        allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset wikitext2_raw downloaded and prepared to ...
+        >>> read_split(builder, "test"), builder.info.metadata["num_words"]["test"]
+        (b' = Keras = \\n The layer .\\n', 8)
+    """
 
     name = "wikitext2_raw"
     RAW_FILES = _RAW

@@ -42,7 +42,24 @@ _FILES = {
 
 
 class Wikitext2Word(word_stream_builder.WordStreamBuilder):
-    """WikiText-2, tokenised release, one line per sentence."""
+    """WikiText-2, tokenised release, one line per sentence.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import Wikitext2Word, read_sentences
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"wiki.{split}.tokens").write_text(" = <unk> = \\n\\n The layer .\\n")
+        >>> builder = Wikitext2Word(data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset wikitext2_word downloaded and prepared to ...
+        >>> read_sentences(builder, "test")  # one line per sentence, empty ones too
+        [['=', '<unk>', '='], [], ['The', 'layer', '.']]
+    """
 
     name = "wikitext2_word"
     FILES = _FILES

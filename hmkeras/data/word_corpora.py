@@ -56,6 +56,20 @@ def word_corpus_builder(name, data_dir=None, manual_dir=None,
     """The prepared TFDS builder of "ptb_word" or "wikitext2_word".
 
     Args: as `hmkeras.data.char_corpus_builder`.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> from hmkeras.data import read_sentences, word_corpus_builder
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"ptb.{split}.txt").write_text(" the end\\n")
+        >>> builder = word_corpus_builder("ptb_word", data_dir=folder / "tfds",
+        ...                               manual_dir=folder, allow_download=False)
+        Downloading and preparing dataset ...
+        Dataset ptb_word downloaded and prepared to ...
+        >>> read_sentences(builder, "validation")
+        [['the', 'end']]
     """
     _check_name(name)
     if name == "embedded":
@@ -92,6 +106,14 @@ def load_word_corpus(name, split, data_dir=None, manual_dir=None,
       hmkeras.data.DatasetFilesNotFoundError: raw files missing and no
         download possible; the message says where to put them.
       hmkeras.data.DatasetVerificationError: files of the wrong format.
+
+    Examples:
+
+        >>> from hmkeras.data import load_word_corpus
+        >>> sentences = load_word_corpus("embedded", "validation", embedded_sizes={
+        ...     "train_tokens": 500, "valid_tokens": 100, "test_tokens": 100})
+        >>> isinstance(sentences, list), all(isinstance(s, list) for s in sentences)
+        (True, True)
     """
     _check_name(name)
     if split not in char_stream_builder.SPLIT_NAMES:

@@ -122,6 +122,22 @@ def read_sentences(builder: WordStreamBuilder, split: str) -> list:
     """The prepared `split` of a word builder as a list of token lists.
 
     Every line is one sentence (possibly empty); ``<eos>`` is not included.
+
+    Examples:
+
+        >>> import pathlib, tempfile
+        >>> import tensorflow_datasets as tfds
+        >>> from hmkeras.data import PtbWord, read_sentences
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for split in ("train", "valid", "test"):
+        ...     _ = (folder / f"ptb.{split}.txt").write_text(" a  b \\n c\\n")
+        >>> builder = PtbWord(data_dir=str(folder / "tfds"), allow_download=False)
+        >>> builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        ...     manual_dir=str(folder)))
+        Downloading and preparing dataset ...
+        Dataset ptb_word downloaded and prepared to ...
+        >>> read_sentences(builder, "train")  # white space normalised
+        [['a', 'b'], ['c']]
     """
     text = char_stream_builder.read_split(builder, split).decode("utf-8")
     return [line.split(" ") if line else [] for line in text.split("\n")[:-1]]

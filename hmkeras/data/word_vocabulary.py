@@ -59,6 +59,17 @@ class WordVocabulary:
         not repeated).
       unknown_token: None (unknown words raise) or the token unknown words
         map to (usually ``"<unk>"``); it gets id 2.
+
+    Examples:
+
+        >>> from hmkeras.data import WordVocabulary
+        >>> vocab = WordVocabulary(["the", "cat", "sat"], unknown_token="<unk>")
+        >>> vocab.words[:5]
+        ['<pad>', '<eos>', '<unk>', 'the', 'cat']
+        >>> vocab.encode(["the", "dog", "sat"]).tolist()  # dog is unknown
+        [3, 2, 5]
+        >>> vocab.decode([3, 4, 1])
+        ['the', 'cat', '<eos>']
     """
 
     def __init__(self, words, unknown_token=None):

@@ -159,8 +159,8 @@ class CharLanguageModelConfig(JsonConfig):
             character is uncertain) or None (the prior alone). Added to
             the training loss beside the prior only: with
             `boundary_prior=None` the model is the papers' whatever this
-            says. A configuration saved before the field existed reads
-            back as None, the model it was trained as.
+            says. A JSON configuration without the field (`from_json`)
+            reads back as None: the prior alone.
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initializers (None: random).
         sequence_layer: Build the cell's sequence layer (`HMLSTM`, `HMRNN`,
@@ -199,8 +199,8 @@ class CharLanguageModelConfig(JsonConfig):
 
     @classmethod
     def from_json(cls, text):
-        """The configuration of `text`; without `boundary_placement` (saved
-        before it existed) the placement is None."""
+        """The configuration of `text`; a text without `boundary_placement`
+        gets None (the prior alone), not the field's default."""
         fields = json.loads(text)
         fields.setdefault("boundary_placement", None)
         return cls(**fields)
@@ -250,6 +250,19 @@ class CharLanguageModel:
         layer_sizes: Per-layer hidden sizes, bottom first.
         hierarchical_cell: The `HMLSTMCell` / `HMRNNCell` (the `cell` of the
             `HMLSTM` / `HMRNN` layer, or of `RNN(cell)`), or None.
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.models import CharLanguageModel
+        >>> model = CharLanguageModel(vocab_size=10, cell="lstm", units=8, num_layers=2,
+        ...                           embedding_dim=4, output_units=8, seed=0)
+        >>> model.layer_sizes, model.state_sizes  # h and c of each LSTM layer
+        ([8, 8], [8, 8, 8, 8])
+        >>> state = model.zero_state(2)
+        >>> logits, rnn_outputs, *state = model.network([np.zeros((2, 5), "int32"), *state])
+        >>> tuple(logits.shape), model.hierarchical_cell is None
+        ((2, 5, 10), True)
     """
 
     def __init__(self, config=None, **kwargs):

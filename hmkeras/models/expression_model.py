@@ -27,8 +27,8 @@ digit, the true one in training (teacher forcing) and its own greedy
 choice in `call` / `predict`.  A right answer needs a right first digit,
 so the training accuracy (both digits right under teacher forcing) is the
 greedy decoder's.  `decoder="steps"` feeds two learned step embeddings
-instead (no feedback; 4-6 points less accuracy for the LSTM encoder in
-`docs/results.md`).
+instead (no feedback; the two decoders are compared in
+`docs/results/mee-logic.md`, "MEE (Jacob et al. Table 2) in small").
 
 Inputs are a dict `{"tokens": (batch, T) int, "operations": (batch, T)
 int}`: character ids from `hmkeras.data.mee.encode_expression`, 0-padded
@@ -56,19 +56,22 @@ from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
 BASELINES = ("learned", "greedy")
-# The REINFORCE encoder's defaults: on MEE they were 2.0-3.0 points ahead of
-# the paper's reward and learned baseline at every length, and the only
-# REINFORCE options whose trees followed some brackets (docs/results.md).
+# The REINFORCE encoder's defaults: of the rewards and baselines compared on
+# MEE, the most accurate at every length, and the only ones whose trees
+# follow some brackets (docs/results/mee-logic.md, "MEE (Jacob et al.
+# Table 2) in small").
 REINFORCE_REWARD = "likelihood"
 REINFORCE_BASELINE = "greedy"
 DECODERS = ("autoregressive", "steps")
 # The REINFORCE encoder's default: up to two splits / merges before each
-# token's recur (the paper's operations). On MEE it was 7.6-12 points ahead
-# of one consuming operation per token at every length (docs/results.md).
+# token's recur (the paper's operations), more accurate on MEE at every
+# length than one consuming operation per token (docs/results/mee-logic.md,
+# "MEE (Jacob et al. Table 2) in small").
 REINFORCE_OPERATIONS_PER_TOKEN = 3
 # Tree-LSTM merges (`memory="tree"`): the supervised RRNet learns faster
-# and generalizes further with them (docs/results.md); the random trees, its
-# control, share its cell. REINFORCE keeps the memory it was measured with.
+# and generalizes further with them (docs/results/mee-logic.md, "MEE (Jacob
+# et al. Table 2) in small"); the random trees, its control, share its
+# cell. REINFORCE keeps the continued memory of its defaults' comparison.
 TREE_MEMORY_ENCODERS = ("rrnet_supervised", "rrnet_random")
 _ENCODER_MODES = {
     "rrnet_supervised": "supervised",
@@ -116,14 +119,17 @@ class ExpressionModel(keras.Model):
             The policy reads `[h; x]`, so its loss reaches the encoder's
             weights too; at the start it is the log-likelihood of about 20
             operations (about 20 log 3 nats), several times the task loss.
-            At weight 1 it held the MEE encoder on its plateau (see
-            `docs/results.md`); Adam scales every weight's step, so the
-            policy's own weights learn as fast at 0.01.
+            At weight 1 it holds the MEE encoder on its plateau
+            (`docs/results/mee-logic.md`, "MEE (Jacob et al. Table 2) in
+            small"); Adam scales every weight's step, so the policy's own
+            weights learn as fast at 0.01.
         entropy_weight: Weight of the entropy bonus (REINFORCE); 1e-4 keeps
             the ratio 0.01 to `policy_weight`.
         reward: `"accuracy"` or `"likelihood"` (`"rrnet_reinforce"` only).
             None (default): `REINFORCE_REWARD`, `"likelihood"`, for
-            `"rrnet_reinforce"`, chosen by measurement (`docs/results.md`).
+            `"rrnet_reinforce"`, chosen by measurement
+            (`docs/results/mee-logic.md`, "MEE (Jacob et al. Table 2) in
+            small").
         baseline: `"learned"` or `"greedy"` (`"rrnet_reinforce"` only);
             see above. None (default): `REINFORCE_BASELINE`, `"greedy"`,
             for `"rrnet_reinforce"`, chosen by measurement.
@@ -145,6 +151,18 @@ class ExpressionModel(keras.Model):
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
         **kwargs: Base-model arguments (`name`, ...).
+
+    Examples:
+
+        >>> import keras, numpy as np
+        >>> from hmkeras.models import ExpressionModel
+        >>> model = ExpressionModel(encoder="lstm", units=8, embedding_dim=4, seed=0)
+        >>> model.compile(optimizer="adam")
+        >>> inputs = {"tokens": np.array([[15, 2, 11, 3, 16]] * 4),
+        ...           "operations": np.zeros((4, 5), "int32")}
+        >>> history = model.fit(inputs, np.array([[4, 2]] * 4), epochs=1, verbose=0)
+        >>> model.predict(inputs, verbose=0).shape  # two digits, a softmax each
+        (4, 2, 10)
     """
 
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,

@@ -77,8 +77,9 @@ class HandwritingModelConfig(JsonConfig):
             hierarchical cells, `"rate"` or `"binomial"`; None (default)
             for the papers' model (no prior). Off by default here, unlike
             the character model: on the embedded stroke set the rate prior
-            cost 4.1 % test log-likelihood on average over three seeds
-            and put z^2 no closer to the stroke ends (docs/results.md).
+            costs test log-likelihood and puts z^2 no closer to the stroke
+            ends (`docs/results/handwriting.md`, "Handwriting on the
+            embedded stroke set").
             Checked as in `CharLanguageModelConfig`; unused by the other
             cells.
         segment_lengths: The prior's expected segment length per boundary
@@ -88,9 +89,8 @@ class HandwritingModelConfig(JsonConfig):
         sequence_layer: As there: the cell's sequence layer (True) or
             `keras.layers.RNN(cell)`.
 
-    A configuration saved before `boundary_prior` existed (an older
-    hmkeras) reads back with the default, the papers' model it was
-    trained as.
+    A JSON configuration without `boundary_prior` (`from_json`) reads
+    back with the default, None: the papers' model.
 
     Examples:
 
@@ -138,6 +138,17 @@ class HandwritingModel(CharLanguageModel):
             `HandwritingTrainer` adds to the training loss (an extension,
             off by default), or None (the papers' model; always None for
             the other cells).
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.models import HandwritingModel
+        >>> model = HandwritingModel(units=8, output_units=8, num_components=2, seed=0)
+        >>> model.layer_sizes, type(model.hierarchical_cell).__name__
+        ([8, 8, 8], 'HMLSTMCell')
+        >>> strokes = [np.zeros((6, 3), "float32"), np.zeros((4, 3), "float32")]
+        >>> model.sequence_log_likelihoods(strokes).shape  # nats per sequence
+        (2,)
     """
 
     def __init__(self, config=None, **kwargs):

@@ -75,6 +75,18 @@ class PairClassifier(keras.Model):
             sentence with n operations nests at most n deep).
         seed: Optional int: weights and the random trees.
         **kwargs: Base-model arguments (`name`, ...).
+
+    Examples:
+
+        >>> import keras, numpy as np
+        >>> from hmkeras.models import PairClassifier
+        >>> model = PairClassifier(encoder="lstm", units=8, embedding_dim=4, hidden_units=8)
+        >>> tokens = np.array([[1, 2, 3, 0], [4, 5, 0, 0]])  # 0 pads
+        >>> inputs = {"left_tokens": tokens, "right_tokens": tokens[::-1],
+        ...           "left_operations": np.zeros_like(tokens),
+        ...           "right_operations": np.zeros_like(tokens)}
+        >>> tuple(model(inputs).shape)  # logits over the seven relations
+        (2, 7)
     """
 
     def __init__(self, encoder="lstm", vocab_size=12, units=64, embedding_dim=32,

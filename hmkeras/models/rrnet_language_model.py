@@ -110,6 +110,15 @@ class RecurrentRecursiveLanguageModelConfig(JsonConfig):
             consumes its word; `n > 1`, up to `n - 1` splits and merges
             that consume nothing before the word's recur (Sec. 2).
         seed: Seed of the initializers and of the action sampler.
+
+    Examples:
+
+        >>> from hmkeras.models import RecurrentRecursiveLanguageModelConfig
+        >>> config = RecurrentRecursiveLanguageModelConfig(vocab_size=100, units=16)
+        >>> config.embedding_dim, config.max_depth
+        (0, 10)
+        >>> RecurrentRecursiveLanguageModelConfig.from_json(config.to_json()) == config
+        True
     """
 
     vocab_size: int
@@ -154,6 +163,20 @@ class RecurrentRecursiveLanguageModel(keras.Model):
             one from the keyword arguments (its fields).
         **kwargs: The configuration's fields, when `config` is None, plus
             base-model arguments (`name`).
+
+    Examples:
+
+        >>> import keras, numpy as np
+        >>> from hmkeras.models import RecurrentRecursiveLanguageModel
+        >>> lm = RecurrentRecursiveLanguageModel(vocab_size=10, units=8, max_depth=3,
+        ...                                      dropout=0.0, seed=0)
+        >>> lm.compile(optimizer=keras.optimizers.Adam(1e-3))
+        >>> tokens = np.array([[2, 3, 4, 5], [6, 7, 1, 0]])
+        >>> targets = np.array([[3, 4, 5, 1], [7, 1, 0, 0]])
+        >>> weights = (tokens > 0).astype("float32")
+        >>> history = lm.fit(tokens, targets, sample_weight=weights, epochs=1, verbose=0)
+        >>> tuple(lm(tokens).shape)
+        (2, 4, 10)
     """
 
     def __init__(self, config=None, name=None, **kwargs):

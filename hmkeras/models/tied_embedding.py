@@ -47,6 +47,15 @@ class TiedEmbedding(keras.layers.Layer):
             floating-point vectors `(..., embedding_dim)` (integer vectors
             or another size are refused with a `ValueError`).
         reverse: False: embed; True: logits over the vocabulary.
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.models import TiedEmbedding
+        >>> tied = TiedEmbedding(vocab_size=6, embedding_dim=4)
+        >>> vectors = tied(np.array([[1, 2, 3]]))
+        >>> tuple(vectors.shape), tuple(tied(vectors, reverse=True).shape)
+        ((1, 3, 4), (1, 3, 6))
     """
 
     def __init__(self, vocab_size, embedding_dim, embeddings_initializer=None,

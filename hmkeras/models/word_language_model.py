@@ -43,11 +43,12 @@ averaging, Sections 5-6):
   beside its own (`return_cell_output=True`; the weights and the logits are
   unchanged): the prior works with every wrapper, so it is neither refused
   nor silently dropped when a wrapper is chosen, and the default
-  configuration means the same with every wrapper. It is off by default
-  because with Salton & Kelleher's SGD (learning rate 1.0) the rate prior
-  was measured to collapse z^1 to 0 within ten steps (a saturated detector
-  gets no straight-through gradient again) and to more than double the
-  test perplexity (docs/results.md).
+  configuration means the same with every wrapper. It is off by default:
+  with Salton & Kelleher's SGD (learning rate 1.0) the prior's gradient
+  overshoots its target and drives z^1 to 0, where a saturated detector
+  gets no straight-through gradient again, and the test perplexity more
+  than doubles (docs/results/word-lm.md, "The HM-LSTM word LM and the
+  boundary prior").
 
 The RNN starts from a zero state in every call (the paper resets the state
 at every mini-batch, and every row is one sentence), so `network` maps
@@ -137,6 +138,15 @@ class WordLanguageModelConfig(JsonConfig):
             layers (True; faster) rather than `keras.layers.RNN(cell)`;
             the wrapped top layer is always `RNN(wrapper)`. Same numbers
             up to rounding; the weight files of the two kinds differ.
+
+    Examples:
+
+        >>> from hmkeras.models import WordLanguageModelConfig
+        >>> config = WordLanguageModelConfig(vocab_size=10_000, wrapper="attention")
+        >>> config.units, config.memory_size, config.embedding_dim
+        (650, 35, 0)
+        >>> WordLanguageModelConfig.from_json(config.to_json()) == config
+        True
     """
 
     vocab_size: int
@@ -198,6 +208,17 @@ class WordLanguageModel:
             (the papers' model; always None for the other cells).
         boundary_network: For ``"hmlstm"``, tokens -> the boundaries
             ``(batch, time, num_layers - 1)`` of the HM-LSTM; else None.
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.models import WordLanguageModel
+        >>> lm = WordLanguageModel(vocab_size=12, units=8, wrapper="average",
+        ...                        dropout=0.0, seed=0)
+        >>> tuple(lm.network(np.ones((2, 5), "int32")).shape)
+        (2, 5, 12)
+        >>> type(lm.wrapper).__name__, lm.attention_network is None
+        ('AveragingWrapper', True)
     """
 
     def __init__(self, config=None, **kwargs):

@@ -35,20 +35,6 @@ Where the rates come from:
   hierarchical cell in a functional or Sequential model; the cell may sit
   inside a wrapper cell (`hmkeras.AveragingWrapper`,
   `hmkeras.AttentionWrapper`) made with `return_cell_output=True`.
-
-Examples:
-
-    >>> import keras, numpy as np, hmkeras
-    >>> x = np.random.default_rng(0).integers(0, 20, (16, 30))
-    >>> model = keras.Sequential([
-    ...     keras.Input((30,), dtype="int32"), keras.layers.Embedding(20, 8),
-    ...     keras.layers.RNN(hmkeras.HMLSTMCell(8), return_sequences=True),
-    ...     keras.layers.Dense(20)])
-    >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    >>> monitor = hmkeras.BoundaryMonitor(probe=x[:4], interval=2, verbose=0)
-    >>> history = model.fit(x, x, epochs=1, batch_size=4, callbacks=[monitor], verbose=0)
-    >>> sorted(k for k in history.history if k.startswith("z_rate"))
-    ['z_rate_1', 'z_rate_2']
 """
 
 import math
@@ -94,7 +80,27 @@ _ADVICE = {
 
 
 class BoundaryCollapseWarning(UserWarning):
-    """A boundary layer's rate stayed at (about) 0 or 1 for too long."""
+    """A boundary layer's rate stayed at (about) 0 or 1 for too long.
+
+    Examples:
+
+        >>> import warnings, keras, numpy as np, hmkeras
+        >>> x = np.zeros((4, 10), "int32")
+        >>> model = keras.Sequential([
+        ...     keras.Input((10,), dtype="int32"), keras.layers.Embedding(5, 4),
+        ...     keras.layers.RNN(hmkeras.HMLSTMCell(4, boundary_bias=-100.0),
+        ...                      return_sequences=True),
+        ...     keras.layers.Dense(5)])
+        >>> model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        >>> monitor = hmkeras.BoundaryMonitor(probe=x, interval=1, patience=1)
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = model.fit(x, x, batch_size=4, verbose=0, callbacks=[monitor])
+        >>> [w.category.__name__ for w in caught][:1]  # z^1 never fires
+        ['BoundaryCollapseWarning']
+        >>> [(name, layer, rate) for _, name, layer, rate in monitor.collapses][:1]
+        [('z_rate_1', 1, 0.0)]
+    """
 
 
 class BoundaryMonitor(keras.callbacks.Callback):
@@ -126,6 +132,20 @@ class BoundaryMonitor(keras.callbacks.Callback):
         collapses: `(step, name, layer, rate)` of every collapse warned
             about: the training step of the check that completed the
             streak, the log name, the layer (1 for z^1) and its rate there.
+
+    Examples:
+
+        >>> import keras, numpy as np, hmkeras
+        >>> x = np.random.default_rng(0).integers(0, 20, (16, 30))
+        >>> model = keras.Sequential([
+        ...     keras.Input((30,), dtype="int32"), keras.layers.Embedding(20, 8),
+        ...     keras.layers.RNN(hmkeras.HMLSTMCell(8), return_sequences=True),
+        ...     keras.layers.Dense(20)])
+        >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        >>> monitor = hmkeras.BoundaryMonitor(probe=x[:4], interval=2, verbose=0)
+        >>> history = model.fit(x, x, epochs=1, batch_size=4, callbacks=[monitor], verbose=0)
+        >>> sorted(k for k in history.history if k.startswith("z_rate"))
+        ['z_rate_1', 'z_rate_2']
     """
 
     def __init__(self, probe=None, interval=100, low=0.01, high=0.8, patience=3,

@@ -27,29 +27,6 @@ A non-finite training loss (any batch) or weight (any epoch's end) stops
 the run before anything of that epoch is validated or saved: the returned
 progress says where (`progress["non_finite"]`), and the last good
 checkpoint is kept.
-
-Examples:
-
-    >>> import tempfile, keras, numpy as np, tensorflow as tf
-    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    >>> model.compile(keras.optimizers.SGD(), "mse")
-    >>> data = tf.data.Dataset.from_tensor_slices((np.ones((8, 2)), np.ones((8, 1))))
-    >>> scores = iter([3.0, 2.0, 2.5, 2.5])
-    >>> schedule = EpochSchedule(max_epochs=6, learning_rate=0.1, lr_decay=2.0,
-    ...                          decay_after=2, monitor="val_score", patience=2, verbose=0)
-    >>> progress = train_epochs(model, data.batch(4), schedule, tempfile.mkdtemp(),
-    ...                         validate=lambda model: {"val_score": next(scores)})
-    Epoch 1/6: learning rate 0.1
-      val_score 3 (best 3)
-    Epoch 2/6: learning rate 0.1
-      val_score 2 (best 2)
-    Epoch 3/6: learning rate 0.05
-      val_score 2.5 (best 2)
-    Epoch 4/6: learning rate 0.025
-      val_score 2.5 (best 2)
-    Early stopping.
-    >>> progress["epoch"], progress["best_val_score"], progress["done"]
-    (4, 2.0, True)
 """
 
 import dataclasses
@@ -85,6 +62,14 @@ class EpochSchedule:
             `monitor` value (0: never stop early).
         verbose: Keras verbosity of `fit` (0, 1 or 2); with a `monitor`,
             its value is printed after every epoch either way.
+
+    Examples:
+
+        >>> from hmkeras.training.epoch_run import EpochSchedule
+        >>> schedule = EpochSchedule(max_epochs=6, learning_rate=0.1, lr_decay=2.0,
+        ...                          decay_after=2)
+        >>> [schedule.learning_rate_at(epoch) for epoch in range(4)]  # 0-based epochs
+        [0.1, 0.1, 0.05, 0.025]
     """
 
     max_epochs: int
@@ -218,6 +203,30 @@ def train_epochs(model, data, schedule, output_dir, validate=None, callbacks=())
         saved_step)` (`saved_step`: the step of the last good checkpoint,
         None without one), and `checkpoint_path`, where that checkpoint
         is; the model then holds the non-finite state.
+
+    Examples:
+
+        >>> import tempfile, keras, numpy as np, tensorflow as tf
+        >>> from hmkeras.training.epoch_run import EpochSchedule, train_epochs
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile(keras.optimizers.SGD(), "mse")
+        >>> data = tf.data.Dataset.from_tensor_slices((np.ones((8, 2)), np.ones((8, 1))))
+        >>> scores = iter([3.0, 2.0, 2.5, 2.5])
+        >>> schedule = EpochSchedule(max_epochs=6, learning_rate=0.1, lr_decay=2.0,
+        ...                          decay_after=2, monitor="val_score", patience=2, verbose=0)
+        >>> progress = train_epochs(model, data.batch(4), schedule, tempfile.mkdtemp(),
+        ...                         validate=lambda model: {"val_score": next(scores)})
+        Epoch 1/6: learning rate 0.1
+          val_score 3 (best 3)
+        Epoch 2/6: learning rate 0.1
+          val_score 2 (best 2)
+        Epoch 3/6: learning rate 0.05
+          val_score 2.5 (best 2)
+        Epoch 4/6: learning rate 0.025
+          val_score 2.5 (best 2)
+        Early stopping.
+        >>> progress["epoch"], progress["best_val_score"], progress["done"]
+        (4, 2.0, True)
     """
     checkpoint = TrainingCheckpoint(os.path.join(output_dir, "checkpoints"))
     best_path = os.path.join(checkpoint.directory, BEST_WEIGHTS)

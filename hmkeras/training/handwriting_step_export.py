@@ -17,21 +17,6 @@ whose signatures carry the RNN state explicitly, in and out,
 Sampling stays outside the graph (`hmkeras.heads.mixture_density_output
 .sample_mixture` on `params`), so bias, temperature and seed are chosen
 at drawing time; `examples/sample_handwriting.py` does this.
-
-Examples:
-
-    >>> import tempfile, numpy as np, tensorflow as tf
-    >>> from hmkeras.models.handwriting_model import HandwritingModel
-    >>> model = HandwritingModel(units=4, output_units=4, num_components=2)
-    >>> path = export_handwriting_step_model(model, tempfile.mkdtemp())
-    >>> loaded = tf.saved_model.load(path)
-    >>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
-    >>> out = loaded.signatures["step"](strokes=tf.zeros([1, 3]), **state)
-    >>> tuple(out["params"].shape), tuple(out["boundaries"].shape)
-    ((1, 13), (1, 2))
-    >>> lines = generate_strokes(loaded, num_steps=5, num_samples=2, bias=1.0)
-    >>> [line.shape for line in lines]
-    [(5, 3), (5, 3)]
 """
 
 import numpy as np
@@ -106,6 +91,23 @@ def export_handwriting_step_model(model, path, offset_mean=(0.0, 0.0),
 
     Returns:
         `path`.
+
+    Examples:
+
+        >>> import tempfile, numpy as np, tensorflow as tf
+        >>> from hmkeras.models.handwriting_model import HandwritingModel
+        >>> from hmkeras.training import export_handwriting_step_model
+        >>> from hmkeras.training.handwriting_step_export import generate_strokes
+        >>> model = HandwritingModel(units=4, output_units=4, num_components=2)
+        >>> path = export_handwriting_step_model(model, tempfile.mkdtemp())
+        >>> loaded = tf.saved_model.load(path)
+        >>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
+        >>> out = loaded.signatures["step"](strokes=tf.zeros([1, 3]), **state)
+        >>> tuple(out["params"].shape), tuple(out["boundaries"].shape)
+        ((1, 13), (1, 2))
+        >>> lines = generate_strokes(loaded, num_steps=5, num_samples=2, bias=1.0)
+        >>> [line.shape for line in lines]
+        [(5, 3), (5, 3)]
     """
     for name, value in (("offset_mean", offset_mean), ("offset_std", offset_std)):
         if np.shape(value) != (2,) or not np.all(np.isfinite(value)):

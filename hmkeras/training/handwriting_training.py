@@ -20,18 +20,6 @@ counts neither as steps nor as boundaries; and it logs
 
 Batches are `(inputs, targets, weights)` as made by
 `hmkeras.models.handwriting_model.pad_sequences`.
-
-Examples:
-
-    >>> import keras, numpy as np
-    >>> from hmkeras.models.handwriting_model import HandwritingModel, pad_sequences
-    >>> model = HandwritingModel(units=4, output_units=4, num_components=2)
-    >>> trainer = HandwritingTrainer(model)
-    >>> trainer.compile(keras.optimizers.Adam(0.01))
-    >>> x, y, w = pad_sequences([np.zeros((6, 3), "float32")] * 2)
-    >>> history = trainer.fit(x, y, sample_weight=w, batch_size=2, verbose=0)
-    >>> sorted(history.history)
-    ['loss', 'nll_per_sequence', 'z_rate_1', 'z_rate_2']
 """
 
 import keras
@@ -52,6 +40,19 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
     Call arguments:
         inputs: `(batch, time, 3)` strokes. Returns the mixture parameters,
             the RNN starting from the zero state.
+
+    Examples:
+
+        >>> import keras, numpy as np
+        >>> from hmkeras.models.handwriting_model import HandwritingModel, pad_sequences
+        >>> from hmkeras.training import HandwritingTrainer
+        >>> model = HandwritingModel(units=4, output_units=4, num_components=2)
+        >>> trainer = HandwritingTrainer(model)
+        >>> trainer.compile(keras.optimizers.Adam(0.01))
+        >>> x, y, w = pad_sequences([np.zeros((6, 3), "float32")] * 2)
+        >>> history = trainer.fit(x, y, sample_weight=w, batch_size=2, verbose=0)
+        >>> sorted(history.history)
+        ['loss', 'nll_per_sequence', 'z_rate_1', 'z_rate_2']
     """
 
     def __init__(self, handwriting_model, **kwargs):

@@ -9,22 +9,6 @@ second trace is about half of a short run's time. A model that is built
 before `compile` (its layers and weights exist) can build its optimizer in
 `compile` instead; the train function is then traced once. The optimizer's
 variables and every training result are the same.
-
-Examples:
-
-    >>> import keras, numpy as np
-    >>> class Regression(BuildsOptimizerOnCompile, keras.Model):
-    ...     def __init__(self):
-    ...         super().__init__()
-    ...         self.dense = keras.layers.Dense(1)
-    ...         self.dense.build((None, 2))
-    ...         self.built = True
-    ...     def call(self, x):
-    ...         return self.dense(x)
-    >>> model = Regression()
-    >>> model.compile(keras.optimizers.Adam(0.1), "mse")
-    >>> model.optimizer.built, len(model.optimizer.variables)
-    (True, 6)
 """
 
 
@@ -35,6 +19,23 @@ class BuildsOptimizerOnCompile:
     Put it before `keras.Model` in the bases. A model that is not built yet
     when it is compiled is left to Keras (its optimizer is built in the
     first train step, as usual).
+
+    Examples:
+
+        >>> import keras, numpy as np
+        >>> from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
+        >>> class Regression(BuildsOptimizerOnCompile, keras.Model):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.dense = keras.layers.Dense(1)
+        ...         self.dense.build((None, 2))
+        ...         self.built = True
+        ...     def call(self, x):
+        ...         return self.dense(x)
+        >>> model = Regression()
+        >>> model.compile(keras.optimizers.Adam(0.1), "mse")
+        >>> model.optimizer.built, len(model.optimizer.variables)
+        (True, 6)
     """
 
     def compile(self, *args, **kwargs):

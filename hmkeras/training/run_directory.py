@@ -146,8 +146,8 @@ def settings_changes(run_dir, settings, model_keys, ignored=(), defaults=None):
         model_keys: The names whose change means another model (or other
             data, or other batches): `model_changes`.
         ignored: Names not compared (e.g. those that only name the run).
-        defaults: `{name: value}` for names an old `settings.json` lacks
-            (written by an older version); missing there: None.
+        defaults: `{name: value}` for names the saved `settings.json`
+            lacks; a name missing there too: None.
     """
     path = os.path.join(run_dir, SETTINGS)
     if not os.path.isfile(path):
@@ -272,9 +272,9 @@ def check_model_config(run_dir, config):
     """Refuses (`RunDirectoryError`) a `model_config.json` in `run_dir`,
     saved beside checkpoints, that `config` (anything with `to_json()`)
     does not match: the same flags on other data, e.g. an edited text
-    file. Fields the saved file lacks (an older hmkeras) are not compared;
-    a dict field (`cell_options`) is compared entry by entry, an entry
-    one side lacks being the cell's default.
+    file. Fields the saved file lacks are not compared; a dict field
+    (`cell_options`) is compared entry by entry, an entry one side lacks
+    being the cell's default.
     """
     path = os.path.join(run_dir, MODEL_CONFIG)
     if not (os.path.isfile(path) and os.path.isdir(os.path.join(run_dir, CHECKPOINTS))):

@@ -40,22 +40,6 @@ they average a first batch of several tensors, and then scalar logs, along
 an axis 0); this model builds from its known input specs instead and hands
 Keras its logs as `(1,)` tensors there, so it trains on several workers
 (tested with two worker processes against one device).
-
-Examples:
-
-    >>> import keras, numpy as np
-    >>> from hmkeras.models.char_language_model import CharLanguageModel
-    >>> lm = CharLanguageModel(vocab_size=5, cell="hmlstm", units=4,
-    ...                        embedding_dim=3, output_units=4)
-    >>> model = TruncatedBPTTModel(lm, batch_size=2)
-    >>> model.compile(keras.optimizers.Adam(0.01), loss=model.loss_function())
-    >>> x = np.zeros((2, 6), "int32")
-    >>> history = model.fit(x, x, batch_size=2, epochs=1, verbose=0)
-    >>> [tuple(v.shape) for v in model.carried_state][-1]
-    (2, 2)
-    >>> model.reset_carried_state()
-    >>> float(np.abs(model.carried_state[0].numpy()).sum())
-    0.0
 """
 
 import math
@@ -95,6 +79,23 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
     Training data: `(tokens, targets)` or `((tokens, row_ids), targets)`;
     a train step starts from the carried state of those rows and carries
     its final state to the next step.
+
+    Examples:
+
+        >>> import keras, numpy as np
+        >>> from hmkeras.models.char_language_model import CharLanguageModel
+        >>> from hmkeras.training import TruncatedBPTTModel
+        >>> lm = CharLanguageModel(vocab_size=5, cell="hmlstm", units=4,
+        ...                        embedding_dim=3, output_units=4)
+        >>> model = TruncatedBPTTModel(lm, batch_size=2)
+        >>> model.compile(keras.optimizers.Adam(0.01), loss=model.loss_function())
+        >>> x = np.zeros((2, 6), "int32")
+        >>> history = model.fit(x, x, batch_size=2, epochs=1, verbose=0)
+        >>> [tuple(v.shape) for v in model.carried_state][-1]
+        (2, 2)
+        >>> model.reset_carried_state()
+        >>> float(np.abs(model.carried_state[0].numpy()).sum())
+        0.0
     """
 
     def __init__(self, language_model, batch_size, carry_state=True, **kwargs):

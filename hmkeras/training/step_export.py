@@ -17,21 +17,6 @@ state (a `stateful=True` Keras export would mutate its state at each call):
 The same functions are attributes of the object `tf.saved_model.load`
 returns (`loaded.step(...)` etc.); the signatures are there for serving.
 For hierarchical cells the step also returns `"boundaries"` `[batch, L-1]`.
-
-Examples:
-
-    >>> import tempfile, numpy as np, tensorflow as tf
-    >>> from hmkeras.models.char_language_model import CharLanguageModel
-    >>> from hmkeras.data import CharVocabulary
-    >>> vocab = CharVocabulary.from_text("ab c")
-    >>> lm = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=4,
-    ...                        embedding_dim=3, output_units=4)
-    >>> path = export_step_model(lm, vocab, tempfile.mkdtemp())
-    >>> loaded = tf.saved_model.load(path)
-    >>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
-    >>> out = loaded.signatures["step"](token_ids=tf.constant([0]), **state)
-    >>> tuple(out["probabilities"].shape)
-    (1, 4)
 """
 
 import tensorflow as tf
@@ -114,6 +99,22 @@ def export_step_model(language_model, vocabulary, path, sparse_updates=False):
 
     Returns:
         `path`.
+
+    Examples:
+
+        >>> import tempfile, numpy as np, tensorflow as tf
+        >>> from hmkeras.models.char_language_model import CharLanguageModel
+        >>> from hmkeras.data import CharVocabulary
+        >>> from hmkeras.training import export_step_model
+        >>> vocab = CharVocabulary.from_text("ab c")
+        >>> lm = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=4,
+        ...                        embedding_dim=3, output_units=4)
+        >>> path = export_step_model(lm, vocab, tempfile.mkdtemp())
+        >>> loaded = tf.saved_model.load(path)
+        >>> state = loaded.signatures["zero_state"](batch_size=tf.constant(1))
+        >>> out = loaded.signatures["step"](token_ids=tf.constant([0]), **state)
+        >>> tuple(out["probabilities"].shape)
+        (1, 4)
     """
     if len(vocabulary) != language_model.config.vocab_size:
         raise ValueError(

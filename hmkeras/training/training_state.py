@@ -23,21 +23,6 @@ complete checkpoint to resume from: `latest`, or else `latest.old`, which
 the readers fall back on and the next `save` moves back first. A
 half-written `latest.tmp` is never read. `restore` returns the progress
 dict (or None when there is no checkpoint).
-
-Examples:
-
-    >>> import keras, numpy as np, tempfile
-    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    >>> model.compile(keras.optimizers.Adam(0.1), "mse")
-    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
-    >>> ckpt = TrainingCheckpoint(tempfile.mkdtemp())
-    >>> ckpt.save(model, {"epoch": 1, "batch": 0})
-    >>> clone = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    >>> clone.compile(keras.optimizers.Adam(0.1), "mse")
-    >>> ckpt.restore(clone)["epoch"]
-    1
-    >>> int(clone.optimizer.iterations.numpy())
-    1
 """
 
 import json
@@ -58,6 +43,22 @@ class TrainingCheckpoint:
     Args:
         directory: Where the checkpoint lives (created when saving): a
             non-empty `str` or `os.PathLike`.
+
+    Examples:
+
+        >>> import keras, numpy as np, tempfile
+        >>> from hmkeras.training import TrainingCheckpoint
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile(keras.optimizers.Adam(0.1), "mse")
+        >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
+        >>> ckpt = TrainingCheckpoint(tempfile.mkdtemp())
+        >>> ckpt.save(model, {"epoch": 1, "batch": 0})
+        >>> clone = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> clone.compile(keras.optimizers.Adam(0.1), "mse")
+        >>> ckpt.restore(clone)["epoch"]
+        1
+        >>> int(clone.optimizer.iterations.numpy())
+        1
     """
 
     def __init__(self, directory):

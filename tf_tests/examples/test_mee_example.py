@@ -40,7 +40,7 @@ def test_tiny_reinforce_run_end_to_end(tmp_path, capsys, operations_per_token):
             round(value * 16 / 100), abs=1e-3)
     # Table 2 with the paper's row, and two bracketed trees.
     assert "rrnet_reinforce (paper, train)" in printed and "89.42" in printed
-    assert len(saved["trees"]) == 2
+    assert len(saved["trees"]) == 2 and len(saved["true_trees"]) == 2
     assert set(saved["tree_agreement"]) == {"4", "5", "6", "7"}
     for scores in saved["tree_agreement"].values():
         assert 0 <= scores["exact"] <= scores["f1"] <= 100
@@ -49,6 +49,10 @@ def test_tiny_reinforce_run_end_to_end(tmp_path, capsys, operations_per_token):
     from hmkeras.data import mee
 
     expected = list(mee.generate_expressions(5, "test", 2, seed=0))
+    from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
+
+    for true_tree, example in zip(saved["true_trees"], expected):
+        assert true_tree == bracketed_tree(example.expression, example.operations)
     for line, example in zip(saved["trees"], expected):
         tree, value = line.split("   = ")
         assert tree.replace("[", "").replace("]", "").replace(" ", "") == example.expression
