@@ -89,11 +89,16 @@ def boundary_positions(segmented):
     return {int(t) + 1 for t in np.flatnonzero(ends[:-1])}, text
 
 
-def word_discovery_figure(run_dir, path, max_lines=5):
-    """The run's first test utterances: the gold words above the HM-LSTM's
-    z^1 and its LSTM baseline's words; a found boundary is green where the
-    gold has one and red where it has none."""
-    discovery = read_json(os.path.join(run_dir, "results.json"))["word_discovery"]
+def word_discovery_results(run_dir):
+    """The `word_discovery` section of an --unsegmented run's results."""
+    return read_json(os.path.join(run_dir, "results.json"))["word_discovery"]
+
+
+def word_discovery_figure(run_dir, discovery, path, max_lines=5):
+    """The run's first test utterances (`discovery`, its
+    `word_discovery_results`): the gold words above the HM-LSTM's z^1 and
+    its LSTM baseline's words; a found boundary is green where the gold
+    has one and red where it has none."""
     examples = discovery["examples"][:max_lines]
     lstm_file = os.path.join(run_dir, "lstm_baseline", "test_segmented.txt")
     with open(lstm_file, encoding="utf-8") as f:
@@ -144,8 +149,7 @@ def training_curves_figure(runs, path, gold_rate=None):
     bpc_axes, rate_axes = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     for label, run_dir, colour in runs:
         history = epoch_history(run_dir)
-        epochs = [record["epoch"] if "epoch" in record else i + 1
-                  for i, record in enumerate(history)]
+        epochs = range(1, len(history) + 1)  # the records are in epoch order
         bpc_axes.plot(epochs, [r["val_bpc"] for r in history], color=colour,
                       marker="o", ms=3, label=f"{label}, validation")
         bpc_axes.plot(epochs, [r["bpc"] for r in history], color=colour, ls="--",
@@ -270,13 +274,13 @@ def make_figures(args):
         written.append(compact_png(os.path.join(args.char_lm_run, "segmentation.png"),
                                    out("main-job-segmentation.png")))
     if args.word_discovery_run:
-        written.append(word_discovery_figure(args.word_discovery_run, out("word-discovery.png")))
-        gold_rate = read_json(os.path.join(args.word_discovery_run, "results.json"))[
-            "word_discovery"]["gold_rate"]
+        discovery = word_discovery_results(args.word_discovery_run)
+        written.append(word_discovery_figure(args.word_discovery_run, discovery,
+                                             out("word-discovery.png")))
         written.append(training_curves_figure(
             [("HM-LSTM", args.word_discovery_run, HM_COLOUR),
              ("LSTM", os.path.join(args.word_discovery_run, "lstm_baseline"), LSTM_COLOUR)],
-            out("training-curves.png"), gold_rate=gold_rate))
+            out("training-curves.png"), gold_rate=discovery["gold_rate"]))
     if args.surprisal_json:
         png = read_json(args.surprisal_json)["png"]
         written.append(compact_png(png, out("surprisal-recovery.png")))

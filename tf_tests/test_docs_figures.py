@@ -232,4 +232,4 @@ def test_make_figures_needs_a_run(capsys):
 def test_a_missing_run_file_is_named(tmp_path):
     make_figures = load_make_figures()
     with pytest.raises(FileNotFoundError, match="results.json"):
-        make_figures.word_discovery_figure(str(tmp_path), str(tmp_path / "x.png"))
+        make_figures.word_discovery_results(str(tmp_path))

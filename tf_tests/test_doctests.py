@@ -37,22 +37,28 @@ def test_docstring_examples(name):
     assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
 
 
-def _doctests_outside_examples(docstring):
-    """Line numbers (0-based) of `>>>` lines that are not indented under an
-    `Examples:` header of the same docstring."""
+def _doctest_lines(docstring):
+    """`(inside, outside)`: line numbers (0-based) of the `>>>` lines of
+    `docstring` indented under an `Examples:` header, and of the others."""
     header_indent = None
-    loose = []
-    for number, line in enumerate(docstring.expandtabs().split("\n")):
+    inside, outside = [], []
+    for number, line in enumerate((docstring or "").expandtabs().split("\n")):
         text = line.strip()
         indent = len(line) - len(text) if text else None
         if text == "Examples:":
             header_indent = indent
         elif text.startswith(">>>"):
-            if header_indent is None or indent <= header_indent:
-                loose.append(number)
+            in_examples = header_indent is not None and indent > header_indent
+            (inside if in_examples else outside).append(number)
         elif text and header_indent is not None and indent <= header_indent:
             header_indent = None
-    return loose
+    return inside, outside
+
+
+def _doctests_outside_examples(docstring):
+    """Line numbers (0-based) of `>>>` lines that are not indented under an
+    `Examples:` header of the same docstring."""
+    return _doctest_lines(docstring)[1]
 
 
 def test_section_scan_finds_loose_doctests():
@@ -99,18 +105,7 @@ def resolve(name):
 
 def has_doctest_example(docstring):
     """Whether `docstring` has an `Examples:` section with a `>>>` line."""
-    lines = (docstring or "").expandtabs().split("\n")
-    for number, line in enumerate(lines):
-        if line.strip() != "Examples:":
-            continue
-        header_indent = len(line) - len(line.lstrip())
-        for following in lines[number + 1:]:
-            text = following.strip()
-            if text and len(following) - len(text) <= header_indent:
-                break
-            if text.startswith(">>>"):
-                return True
-    return False
+    return bool(_doctest_lines(docstring)[0])
 
 
 def test_example_scan():
