@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from doc_pages import doc_pages
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,8 +33,8 @@ FLAG = re.compile(r"--(\w+)")
 
 
 def pages():
-    return [os.path.join(ROOT, "README.md")] + sorted(
-        glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+    """The documentation's pages, as absolute paths."""
+    return [os.path.join(ROOT, page) for page in doc_pages()]
 
 
 def load_make_figures():

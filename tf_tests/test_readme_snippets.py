@@ -27,7 +27,6 @@ every value a block announces is checked.
 """
 
 import ast
-import glob
 import os
 import re
 
@@ -35,24 +34,18 @@ import keras
 import numpy as np
 import pytest
 
+from doc_pages import doc_pages
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANNOUNCE = re.compile(r"^\s*# ==> (.+?)\s*$")
 # Comments that announce a value without the convention.
 LOOSE_ANNOUNCEMENT = re.compile(r"#\s*(->|=>|\(\d)")
 
 
-def _pages():
-    pages = ["README.md"] + sorted(
-        os.path.relpath(p, ROOT)
-        for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
-    )
-    return pages
-
-
 def _blocks():
     """(page, first line number, source) of every ```python fence."""
     blocks = []
-    for page in _pages():
+    for page in doc_pages():
         with open(os.path.join(ROOT, page), encoding="utf-8") as f:
             text = f.read()
         for match in re.finditer(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
