@@ -27,16 +27,11 @@ Every public name is importable from `hmkeras` and from its package
 (`hmkeras.cells.HMLSTMCell`).
 """
 
-from hmkeras import analysis
 from hmkeras import cells
-from hmkeras import data
 from hmkeras import heads
-from hmkeras import models
+from hmkeras import tensorflow_features
 from hmkeras import training
 from hmkeras import wrappers
-from hmkeras.analysis import evaluate_char_model
-from hmkeras.analysis import EvaluationResult
-from hmkeras.analysis import mark_segments
 from hmkeras.cells import HierarchicalCell
 from hmkeras.cells import HMLSTM
 from hmkeras.cells import HMLSTMCell
@@ -49,30 +44,50 @@ from hmkeras.cells import MLSTMCell
 from hmkeras.cells import MultiplicativeLSTM
 from hmkeras.cells import MultiplicativeLSTMCell
 from hmkeras.cells import RecurrentRecursiveCell
+from hmkeras.cells import RNN
 from hmkeras.heads import GatedOutputEmbedding
 from hmkeras.heads import MixtureDensityOutput
 from hmkeras.heads import SimpleOutputEmbedding
-from hmkeras.models import CharLanguageModel
-from hmkeras.models import CharLanguageModelConfig
-from hmkeras.models import ExpressionModel
-from hmkeras.models import HandwritingModel
-from hmkeras.models import HandwritingModelConfig
-from hmkeras.models import PairClassifier
-from hmkeras.models import RecurrentRecursiveLanguageModel
-from hmkeras.models import RecurrentRecursiveLanguageModelConfig
-from hmkeras.models import TiedEmbedding
-from hmkeras.models import WordLanguageModel
-from hmkeras.models import WordLanguageModelConfig
 from hmkeras.training import BoundaryCollapseWarning
 from hmkeras.training import BoundaryMonitor
-from hmkeras.training import export_handwriting_step_model
-from hmkeras.training import export_step_model
-from hmkeras.training import HandwritingTrainer
 from hmkeras.training import SlopeAnnealing
 from hmkeras.training import TrainingCheckpoint
-from hmkeras.training import TruncatedBPTTModel
 from hmkeras.wrappers import AttentionWrapper
 from hmkeras.wrappers import AveragingWrapper
+
+# The packages and names that need TensorFlow (`tensorflow_features`).
+if tensorflow_features.available():
+    from hmkeras import analysis
+    from hmkeras import data
+    from hmkeras import models
+    from hmkeras.analysis import evaluate_char_model
+    from hmkeras.analysis import EvaluationResult
+    from hmkeras.analysis import mark_segments
+    from hmkeras.models import CharLanguageModel
+    from hmkeras.models import CharLanguageModelConfig
+    from hmkeras.models import ExpressionModel
+    from hmkeras.models import HandwritingModel
+    from hmkeras.models import HandwritingModelConfig
+    from hmkeras.models import PairClassifier
+    from hmkeras.models import RecurrentRecursiveLanguageModel
+    from hmkeras.models import RecurrentRecursiveLanguageModelConfig
+    from hmkeras.models import TiedEmbedding
+    from hmkeras.models import WordLanguageModel
+    from hmkeras.models import WordLanguageModelConfig
+    from hmkeras.training import export_handwriting_step_model
+    from hmkeras.training import export_step_model
+    from hmkeras.training import HandwritingTrainer
+    from hmkeras.training import TruncatedBPTTModel
+else:
+    __getattr__ = tensorflow_features.missing_names(__name__, (
+        "analysis", "data", "models", "evaluate_char_model", "EvaluationResult",
+        "mark_segments", "CharLanguageModel", "CharLanguageModelConfig",
+        "ExpressionModel", "HandwritingModel", "HandwritingModelConfig",
+        "PairClassifier", "RecurrentRecursiveLanguageModel",
+        "RecurrentRecursiveLanguageModelConfig", "TiedEmbedding",
+        "WordLanguageModel", "WordLanguageModelConfig",
+        "export_handwriting_step_model", "export_step_model", "HandwritingTrainer",
+        "TruncatedBPTTModel"))
 
 __version__ = "0.1.0"
 
@@ -103,6 +118,7 @@ __all__ = [
     "MultiplicativeLSTM",
     "MultiplicativeLSTMCell",
     "RecurrentRecursiveCell",
+    "RNN",
     "RecurrentRecursiveLanguageModel",
     "RecurrentRecursiveLanguageModelConfig",
     "SimpleOutputEmbedding",

@@ -262,3 +262,27 @@ def check_float_inputs(layer_name, inputs):
             "RNN; integer or boolean features a cast "
             "(`keras.ops.cast(x, 'float32')`)."
         )
+
+
+def check_draws_per_step(layer_name, argument, step_tensor):
+    """Refuses a random draw at every step of a traced JAX time loop.
+
+    Keras' JAX loop steps a cell inside `lax.scan`, where a seed
+    generator's new state does not reach the next step: every step would
+    draw the same numbers. A tensor of such a step (`step_tensor`) is a
+    traced value; stepped eagerly (by hand, or `unroll=True` outside
+    `jax.jit`) it is concrete and the draws are right. `argument` names
+    what draws (e.g. `boundary_mode="sample"`).
+    """
+    if keras.backend.backend() != "jax":
+        return
+    import jax  # the JAX backend is running
+
+    if isinstance(step_tensor, jax.core.Tracer):
+        raise ValueError(
+            f"{layer_name} `{argument}` draws random numbers at every step, "
+            "which a traced JAX time loop (lax.scan, jax.jit) cannot give a "
+            "cell: every step would get the same draws. On JAX train with the "
+            "deterministic mode, step the cell eagerly (unroll=True outside "
+            "jax.jit), or use the TensorFlow or PyTorch backend."
+        )

@@ -24,6 +24,20 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 
+def pytest_collection_modifyitems(config, items):
+    """On a backend other than TensorFlow (`KERAS_BACKEND=jax`), only the
+    tests marked `every_backend` run: the layers, losses, heads, wrappers
+    and callbacks; the rest (data builders, tf.data, SavedModel, the
+    training drivers) is TensorFlow's."""
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        return
+    kept = [item for item in items if item.get_closest_marker("every_backend")]
+    config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+    items[:] = kept
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _fresh_keras_state_per_module():
     """After each test file, Keras' global state is cleared (as Keras' own

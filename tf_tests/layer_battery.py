@@ -22,7 +22,6 @@ from typing import Callable, Optional
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import hmkeras
 
@@ -295,6 +294,15 @@ def _cases():
             (STEPS, 4 + 3 + 2), is_cell=True, masking="rnn",
         ),
         LayerCase(
+            # The loop that opens its cell's sequence (dropout masks).
+            "RNN", hmkeras.RNN,
+            lambda **kw: hmkeras.RNN(
+                hmkeras.HMLSTMCell(SMALL_HM, dropout=0.2, recurrent_dropout=0.2, seed=3),
+                return_sequences=True, **kw),
+            float_inputs(), hm_lstm_weights(FEATURES, SMALL_HM, True),
+            (STEPS, sum(SMALL_HM) + len(SMALL_HM) - 1), masking="rnn",
+        ),
+        LayerCase(
             "HMLSTM", hmkeras.HMLSTM,
             lambda **kw: hmkeras.HMLSTM(SMALL_HM, seed=3, return_sequences=True, **kw),
             float_inputs(), hm_lstm_weights(FEATURES, SMALL_HM, True),
@@ -422,6 +430,8 @@ def _pair_inputs():
 
 
 def _id_spec():
+    import tensorflow as tf  # export is TensorFlow's
+
     return tf.TensorSpec((None, None), tf.int32)
 
 

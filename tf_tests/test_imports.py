@@ -65,11 +65,25 @@ def test_no_private_keras_import():
     assert not found, f"keras.src imported at (module, line): {found}"
 
 
+def _module_level_statements(body):
+    """The statements run at import: `body` and, recursively, the branches
+    of its `if` and `try` blocks (a package imports its TensorFlow-only
+    names under `if tensorflow_features.available():`)."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If):
+            yield from _module_level_statements(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _module_level_statements(
+                node.body + node.orelse + node.finalbody
+                + [n for handler in node.handlers for n in handler.body])
+
+
 def test_own_modules_are_imported_at_module_level():
     """No function-local (or class-level) import of an hmkeras module."""
     found = []
     for module, tree in _modules().items():
-        top_level = set(map(id, tree.body))
+        top_level = set(map(id, _module_level_statements(tree.body)))
         for node in _imports(tree):
             if id(node) not in top_level and any(
                 _is_under(name, "hmkeras") for name in _imported_names(node)

@@ -232,6 +232,10 @@ SERIALIZABLE = {
         boundary_layers=np.int64(3), weight=np.float64(2.0), name="placement"),
     "BoundaryPrior": lambda: hmkeras.BoundaryPrior(
         [np.float32(4.0), 12], form="rate", weight=np.float64(2.0)),
+    "RNN": lambda: hmkeras.RNN(
+        hmkeras.HMLSTMCell(4, num_layers=2, dropout=0.25, seed=1), return_sequences=True,
+        return_state=True, go_backwards=True, stateful=False, unroll=False,
+        zero_output_for_mask=True, name="loop"),
     "HMLSTM": lambda: hmkeras.HMLSTM(
         np.int64(5), np.int32(2), boundary_mode="sample", slope=np.float32(2.0),
         layer_norm=False, copy_last=True, boundary_bias=-1.0, dropout=0.25,

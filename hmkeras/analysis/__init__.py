@@ -22,6 +22,10 @@
   utterances, scored beside those baselines.
 """
 
+from hmkeras import tensorflow_features
+
+tensorflow_features.require_tensorflow("hmkeras.analysis")
+
 from hmkeras.analysis.evaluation import EvaluationResult
 from hmkeras.analysis.evaluation import evaluate_char_model
 from hmkeras.analysis.segment_marks import mark_segments

@@ -112,7 +112,7 @@ class EvaluationResult:
             `ids[1:]` (batch 1 only, with `return_losses=True`).
         update_statistics: With `sparse_updates=True`, the executed and
             skipped layer updates and the skipped fraction
-            (`hmkeras.cells.sparse_update.update_statistics`), else None.
+            (`hmkeras.cells.sparse_update.count_updates`), else None.
 
     Examples:
 
@@ -169,6 +169,14 @@ class EvaluationResult:
             num_symbols=int(num_symbols),
             num_words=int(num_words),
         )
+
+
+def _sum_counts(counts):
+    """One `sparse_update.count_updates` dict from those of the chunks."""
+    return sparse_update.summarize_counts(
+        np.sum([c["per_layer_executed"] for c in counts], axis=0),
+        np.sum([c["per_layer_skipped"] for c in counts], axis=0),
+    )
 
 
 class ChunkScorer:
@@ -270,19 +278,17 @@ def evaluate_char_model(
     if not sparse_updates:
         return _evaluate(language_model, ids, seq_len, batch_size, reference,
                          tolerance, keep_boundaries, return_losses, verbose)
-    network = language_model.network
     # The flag is read when the scorer is traced, inside the block.
-    with sparse_update.sparse_updates(network):
-        sparse_update.reset_statistics(network)
-        result = _evaluate(language_model, ids, seq_len, batch_size, reference,
-                           tolerance, keep_boundaries, return_losses, verbose)
-    result.update_statistics = sparse_update.update_statistics(network)
-    return result
+    with sparse_update.sparse_updates(language_model.network):
+        return _evaluate(language_model, ids, seq_len, batch_size, reference,
+                         tolerance, keep_boundaries, return_losses, verbose,
+                         count_updates=True)
 
 
 def _evaluate(language_model, ids, seq_len, batch_size, reference, tolerance,
-              keep_boundaries, return_losses, verbose):
-    """`evaluate_char_model` (dense or sparse, as the cells are set)."""
+              keep_boundaries, return_losses, verbose, count_updates=False):
+    """`evaluate_char_model` (dense or sparse, as the cells are set); with
+    `count_updates`, the sparse run's counts, from the boundaries."""
     ids = np.asarray(ids)
     if reference is not None and batch_size != 1:
         raise ValueError("`reference` boundary scores need batch_size=1.")
@@ -308,9 +314,12 @@ def _evaluate(language_model, ids, seq_len, batch_size, reference, tolerance,
     progbar = keras.utils.Progbar(
         num_chunks, verbose=verbose, unit_name="chunk", stateful_metrics=["bpc"]
     )
-    total_bits, scored, collected, losses = 0.0, 0.0, [], []
+    total_bits, scored, collected, losses, counts = 0.0, 0.0, [], [], []
     for index, (x, y, w) in enumerate(dataset):
+        previous_z = state[-1]  # z_{t-1}: a hierarchical cell's last state
         chunk_bits, target_bits, z, state = scorer(x, y, w, state)
+        if count_updates:
+            counts.append(sparse_update.count_updates(z, previous_z))
         total_bits += float(chunk_bits)
         if return_losses:
             losses.append(target_bits.numpy()[0][w.numpy()[0] > 0])
@@ -326,6 +335,8 @@ def _evaluate(language_model, ids, seq_len, batch_size, reference, tolerance,
                               num_symbols=len(ids))
     if return_losses:
         result.losses = np.concatenate(losses).astype(np.float64)
+    if count_updates:
+        result.update_statistics = _sum_counts(counts)
     if not language_model.is_hierarchical:
         return result
     z = np.concatenate(collected, axis=0)

@@ -25,6 +25,9 @@
 * `RecurrentRecursiveCell` (Jacob et al. 2018, RRNet): split / merge /
   recur over a fixed-size stack in the state (`tensor_stack`), with a
   policy network (supervised, REINFORCE or fixed operations).
+* `RNN` (`sequence_rnn`): `keras.layers.RNN` that opens the sequences of
+  the cells it steps (per-sequence dropout masks and constants,
+  `variational_dropout`), inside `StackedRNNCells` and wrappers too.
 * `variational_dropout`: per-sequence dropout masks and constants of every
   cell; `independent_initializers`: one random draw per weight matrix.
 * `layer_search`: the cells of one kind inside a model (`find_layers`).
@@ -45,6 +48,7 @@ from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MLSTMCell
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.cells.sequence_rnn import RNN
 
 __all__ = [
     "BoundaryPlacement",
@@ -59,4 +63,5 @@ __all__ = [
     "MLSTMCell",
     "MultiplicativeLSTMCell",
     "RecurrentRecursiveCell",
+    "RNN",
 ]

@@ -77,7 +77,7 @@ Examples:
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import whole_batch_sums
@@ -87,7 +87,7 @@ FORMS = ("entropy", "rise")
 RISE_FRACTION = 0.5
 
 
-def predictive_entropy(logits, dtype=tf.float32):
+def predictive_entropy(logits, dtype="float32"):
     """`H_t = -sum_k p_k log p_k` of `softmax(logits)` over the last axis,
     in nats, as a constant (no gradient) of `dtype`.
 
@@ -97,9 +97,9 @@ def predictive_entropy(logits, dtype=tf.float32):
         >>> round(float(predictive_entropy(np.zeros((1, 4), "float32"))[0]), 4)  # log 4
         1.3863
     """
-    logits = tf.stop_gradient(tf.cast(logits, dtype))
-    log_p = tf.nn.log_softmax(logits, axis=-1)
-    return -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+    logits = ops.stop_gradient(ops.cast(logits, dtype))
+    log_p = ops.log_softmax(logits, axis=-1)
+    return -ops.sum(ops.exp(log_p) * log_p, axis=-1)
 
 
 def deciding_steps(boundaries, mask=None):
@@ -110,14 +110,29 @@ def deciding_steps(boundaries, mask=None):
     window's first step the layer is taken not to have ended a segment).
     Masked steps decide nothing.
     """
-    z = tf.cast(tf.stop_gradient(boundaries) > 0.5, boundaries.dtype)
+    boundaries = ops.convert_to_tensor(boundaries)
+    z = ops.cast(ops.stop_gradient(boundaries) > 0.5, boundaries.dtype)
     # `z^{l-1}_t`, with `z^0_t = 1`: the bottom layer's column is all ones.
-    below = tf.concat([tf.ones_like(z[..., :1]), z[..., :-1]], axis=-1)
-    previous = tf.pad(z[:, :-1], [[0, 0], [1, 0], [0, 0]])
-    active = tf.maximum(below, previous)
+    below = ops.concatenate([ops.ones_like(z[..., :1]), z[..., :-1]], axis=-1)
+    previous = ops.pad(z[:, :-1], [[0, 0], [1, 0], [0, 0]])
+    active = ops.maximum(below, previous)
     if mask is not None:
-        active = active * tf.cast(mask, active.dtype)[..., None]
+        active = active * ops.cast(mask, active.dtype)[..., None]
     return active
+
+
+def _distance(z, target):
+    """`|z - target|` of Eq. (1), whose gradient with respect to `z` is
+    `sign(z - target)`: 0 where a boundary is where it belongs.
+
+    TensorFlow's (and PyTorch's) `abs` has that gradient; JAX's is 1 at 0,
+    which would push every well-placed `z = 1` down, so elsewhere it is
+    `sign(d) * d`, the same value with the gradient `sign(d)`.
+    """
+    difference = z - target
+    if keras.backend.backend() == "tensorflow":
+        return ops.abs(difference)
+    return ops.sign(difference) * difference
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -153,10 +168,11 @@ class BoundaryPlacement:
         self.form = argument_checks.check_choice("form", form, FORMS)
 
     def __call__(self, boundaries, logits, mask=None):
-        boundaries = tf.convert_to_tensor(boundaries)
-        dtype = tf.float64 if boundaries.dtype == tf.float64 else tf.float32
-        z = tf.cast(boundaries, dtype)
-        if z.shape.rank != 3:
+        boundaries = ops.convert_to_tensor(boundaries)
+        float64 = keras.backend.standardize_dtype(boundaries.dtype) == "float64"
+        dtype = "float64" if float64 else "float32"
+        z = ops.cast(boundaries, dtype)
+        if len(z.shape) != 3:
             raise ValueError(
                 "BoundaryPlacement needs the (batch, time, layers) boundaries of a "
                 f"hierarchical cell. Received a tensor of shape {tuple(z.shape)}."
@@ -164,25 +180,25 @@ class BoundaryPlacement:
         entropy = predictive_entropy(logits, dtype)[..., None]
         active = deciding_steps(z, mask)
         if self.form == "rise":  # Eq. (2): z^1 decides where H_{t-1} is known
-            change = tf.pad(entropy[:, 1:] - entropy[:, :-1], [[0, 0], [1, 0], [0, 0]])
-            active = tf.concat([tf.pad(active[:, 1:, :1], [[0, 0], [1, 0], [0, 0]]),
-                                active[..., 1:]], axis=-1)
+            change = ops.pad(entropy[:, 1:] - entropy[:, :-1], [[0, 0], [1, 0], [0, 0]])
+            active = ops.concatenate([ops.pad(active[:, 1:, :1], [[0, 0], [1, 0], [0, 0]]),
+                                      active[..., 1:]], axis=-1)
         # Under a strategy `m^l`, `|A^l|` (and `d`) are the whole batch's;
         # each replica's loss is its share of Eq. (1) times the replicas,
         # which Keras divides back out before it sums the gradients.
-        sums = [tf.reduce_sum(active, axis=[0, 1]),            # |A^l|
-                tf.reduce_sum(active * entropy, axis=[0, 1])]  # sum of H over A^l
+        sums = [ops.sum(active, axis=(0, 1)),            # |A^l|
+                ops.sum(active * entropy, axis=(0, 1))]  # sum of H over A^l
         if self.form == "rise":  # sum of |H_t - H_{t-1}| over A^1
-            sums.append(tf.reduce_sum(active[..., 0] * tf.abs(change[..., 0])))
+            sums.append(ops.sum(active[..., 0] * ops.abs(change[..., 0])))
         (steps, total, *spread), replicas = whole_batch_sums(sums)
-        steps = tf.maximum(steps, 1.0)
+        steps = ops.maximum(steps, 1.0)
         margin = entropy - total / steps  # H_t - m^l
         if self.form == "rise":  # Eq. (2): H_t - H_{t-1} - d for z^1
             typical = RISE_FRACTION * spread[0] / steps[0]
-            margin = tf.concat([change - typical, margin[..., 1:]], axis=-1)
-        target = tf.cast(margin > 0.0, dtype)
-        misplaced = tf.abs(z - target) * tf.abs(margin) * active  # Eq. (1)
-        return self.weight * replicas * tf.reduce_sum(tf.reduce_sum(misplaced, axis=[0, 1]) / steps)
+            margin = ops.concatenate([change - typical, margin[..., 1:]], axis=-1)
+        target = ops.cast(margin > 0.0, dtype)
+        misplaced = _distance(z, target) * ops.abs(margin) * active  # Eq. (1)
+        return self.weight * replicas * ops.sum(ops.sum(misplaced, axis=(0, 1)) / steps)
 
     def get_config(self):
         return {"weight": self.weight, "form": self.form}

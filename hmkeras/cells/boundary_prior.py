@@ -61,7 +61,7 @@ Examples:
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 
@@ -205,19 +205,51 @@ def binomial_negative_log_likelihood(counts, steps, probability):
         >>> round(float(binomial_negative_log_likelihood(1.0, 2.0, 0.5)), 6) == round(-math.log(0.5), 6)
         True
     """
-    counts = tf.convert_to_tensor(counts)
-    steps = tf.cast(steps, counts.dtype)
-    probability = tf.cast(probability, counts.dtype)
+    counts = ops.convert_to_tensor(counts)
+    steps = ops.cast(steps, counts.dtype)
+    probability = ops.cast(probability, counts.dtype)
     log_choose = (
-        tf.math.lgamma(steps + 1.0)
-        - tf.math.lgamma(counts + 1.0)
-        - tf.math.lgamma(steps - counts + 1.0)
+        _lgamma(steps + 1.0)
+        - _lgamma(counts + 1.0)
+        - _lgamma(steps - counts + 1.0)
     )
     return -(
         log_choose
-        + counts * tf.math.log(probability)
-        + (steps - counts) * tf.math.log1p(-probability)
+        + counts * ops.log(probability)
+        + (steps - counts) * ops.log1p(-probability)
     )
+
+
+def _lgamma(x):
+    """`log |Gamma(x)|` elementwise, with its gradient (the digamma function).
+
+    `keras.ops` has no log-gamma function, so each backend's own:
+    `tf.math.lgamma`, `jax.scipy.special.gammaln`, `torch.lgamma`, and
+    SciPy's `gammaln` (or `math.lgamma`) on the NumPy backend.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.math.lgamma(x)
+    if backend == "jax":
+        import jax.scipy.special
+
+        return jax.scipy.special.gammaln(x)
+    if backend == "torch":
+        import torch
+
+        return torch.lgamma(x)
+    if backend == "numpy":
+        x = np.asarray(x)
+        try:
+            from scipy.special import gammaln
+        except ImportError:  # SciPy is optional: the standard library's, element by element
+            import math
+
+            return np.vectorize(math.lgamma, otypes=[x.dtype])(x)
+        return gammaln(x).astype(x.dtype)
+    raise NotImplementedError(f"No log-gamma function for the {backend!r} backend.")
 
 
 def whole_batch_sums(sums):
@@ -225,9 +257,15 @@ def whole_batch_sums(sums):
     replicas of a `tf.distribute` strategy (unchanged on one replica), and
     the number of replicas (a float).
 
-    The prior's rate form and `BoundaryPlacement` read the whole batch's
-    statistics through it.
+    Only the TensorFlow backend has replicas (a `tf.distribute` replica
+    context); on the other backends a step sees the whole batch, and the
+    sums come back unchanged with one replica.  The prior's rate form and
+    `BoundaryPlacement` read the whole batch's statistics through it.
     """
+    if keras.backend.backend() != "tensorflow":
+        return sums, 1.0
+    import tensorflow as tf
+
     context = tf.distribute.get_replica_context()
     replicas = 1 if context is None else context.num_replicas_in_sync
     if replicas == 1:
@@ -246,14 +284,14 @@ def _rate_loss(counts, steps, rates):
     every replica's loss by its reciprocal before it sums the gradients.
     """
     (all_counts, all_steps), replicas = whole_batch_sums(
-        [tf.stop_gradient(counts), tf.stop_gradient(steps)])
+        [ops.stop_gradient(counts), ops.stop_gradient(steps)])
     if replicas == 1:
-        return tf.reduce_sum(tf.square(counts / steps - rates))
+        return ops.sum(ops.square(counts / steps - rates))
     all_rates = all_counts / all_steps
-    value = tf.reduce_sum(tf.square(all_rates - rates))
+    value = ops.sum(ops.square(all_rates - rates))
     # d value / d counts = 2 (rate - target) / all_steps, times the replicas.
     slope = 2.0 * (all_rates - rates) / all_steps * replicas
-    return value + tf.reduce_sum(slope * (counts - tf.stop_gradient(counts)))
+    return value + ops.sum(slope * (counts - ops.stop_gradient(counts)))
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -313,34 +351,36 @@ class BoundaryPrior(keras.regularizers.Regularizer):
 
     def counts(self, outputs, mask=None):
         """`(k, n)`: boundaries `(batch, layers)` and steps `(batch,)` per row."""
-        outputs = tf.convert_to_tensor(outputs)
-        if outputs.shape.rank != 3:
+        outputs = ops.convert_to_tensor(outputs)
+        if len(outputs.shape) != 3:
             raise ValueError(
                 "BoundaryPrior needs the (batch, time, features) sequence output "
                 "of a hierarchical cell: use the RNN with return_sequences=True "
                 f"and return_state=False. Received a tensor of shape {tuple(outputs.shape)}."
             )
-        dtype = tf.float64 if outputs.dtype == tf.float64 else tf.float32
-        boundaries = tf.cast(outputs[..., -len(self.segment_lengths):], dtype)
+        float64 = keras.backend.standardize_dtype(outputs.dtype) == "float64"
+        dtype = "float64" if float64 else "float32"
+        boundaries = ops.cast(outputs[..., -len(self.segment_lengths):], dtype)
         if mask is None:
-            steps = tf.fill(tf.shape(boundaries)[:1], tf.cast(tf.shape(boundaries)[1], dtype))
-            return tf.reduce_sum(boundaries, axis=1), steps
-        weights = tf.cast(mask, dtype)
-        counts = tf.reduce_sum(boundaries * weights[..., None], axis=1)
-        return counts, tf.reduce_sum(weights, axis=1)
+            batch, time = ops.shape(boundaries)[:2]
+            steps = ops.full((batch,), ops.cast(time, dtype), dtype=dtype)
+            return ops.sum(boundaries, axis=1), steps
+        weights = ops.cast(mask, dtype)
+        counts = ops.sum(boundaries * weights[..., None], axis=1)
+        return counts, ops.sum(weights, axis=1)
 
     def __call__(self, outputs, mask=None):
         counts, steps = self.counts(outputs, mask)
         held = self._held_layers
         if len(held) < len(self.segment_lengths):  # free layers have no term
-            counts = tf.gather(counts, held, axis=1)
-        total_steps = tf.maximum(tf.reduce_sum(steps), 1.0)
-        rates = tf.constant([self.target_rates[layer] for layer in held], counts.dtype)
+            counts = ops.take(counts, held, axis=1)
+        total_steps = ops.maximum(ops.sum(steps), 1.0)
+        rates = ops.convert_to_tensor([self.target_rates[layer] for layer in held], counts.dtype)
         if self.form == "rate":  # Eq. (1)
-            loss = _rate_loss(tf.reduce_sum(counts, axis=0), total_steps, rates)
+            loss = _rate_loss(ops.sum(counts, axis=0), total_steps, rates)
         else:  # Eq. (2)
             nll = binomial_negative_log_likelihood(counts, steps[:, None], rates)
-            loss = tf.reduce_sum(nll) / total_steps
+            loss = ops.sum(nll) / total_steps
         return self.weight * loss
 
     def get_config(self):

@@ -21,7 +21,7 @@ reads a `LayerStep`).
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.cells import hierarchy_layout
@@ -134,7 +134,6 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         self.sparse_updates = sparse_update.check_sparse_updates(
             sparse_updates, self.boundary_mode
         )
-        self._sparse_counter = sparse_update.UpdateCounter(self.num_layers)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.boundary_initializer = keras.initializers.get(boundary_initializer)
@@ -253,10 +252,14 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         if self.boundary_mode == "soft":
             return straight_through.hard_sigmoid(preactivation, slope)
         if self.boundary_mode == "sample" and training:
+            argument_checks.check_draws_per_step(type(self).__name__,
+                                                 'boundary_mode="sample"', preactivation)
             # float32 noise: in bfloat16 a uniform draw has only 128 levels.
-            noise_dtype = "float64" if preactivation.dtype == tf.float64 else "float32"
+            is_double = keras.backend.standardize_dtype(preactivation.dtype) == "float64"
             noise = keras.random.uniform(
-                tf.shape(preactivation), dtype=noise_dtype, seed=self.seed_generator
+                ops.shape(preactivation),
+                dtype="float64" if is_double else "float32",
+                seed=self.seed_generator,
             )
             return straight_through.bernoulli_straight_through(
                 preactivation, slope, noise
@@ -302,8 +305,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
     def _step(self, inputs, projected, states, training):
         """The step of `call` (`projected is None`) or `call_projected`."""
-        z_previous = tf.split(states[-1], self.num_layers - 1, axis=-1)
-        slope = tf.convert_to_tensor(self.slope)
+        z_previous = ops.split(states[-1], self.num_layers - 1, axis=-1)
+        slope = ops.convert_to_tensor(self.slope)
         reference = inputs if projected is None else projected
         recurrent_masks = self.recurrent_dropout_mask(reference, training)
         previous_h = [self._layer_state(states, index)[0] for index in range(self.num_layers)]
@@ -317,16 +320,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             recurrent=previous_h,
             products=self.sequence_constants(reference)["layer_products"],
         )
-        counter = self._sparse_counter
-        counting_here = context.sparse and not counter.in_sequence_layer
-        if counting_here:
-            # Under keras.layers.RNN: do not count its shape-probing step.
-            counter.paused = not sparse_update.in_loop_step(self.sequence_graph)
-        try:
-            return self._unroll_layers(inputs, projected, states, context)
-        finally:
-            if counting_here:
-                counter.paused = False
+        return self._unroll_layers(inputs, projected, states, context)
 
     def _layer_state(self, states, index):
         """Layer `index`'s slice of the flat state list, `h^l` first."""
@@ -355,7 +349,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             )
             if context.sparse:
                 state, preactivation = sparse_update.skip_copying_layer(
-                    self._layer_step, step, self._sparse_counter
+                    self._layer_step, step
                 )
             else:
                 state, preactivation = self._layer_step(step)
@@ -365,15 +359,15 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             if not is_top:  # Chung Eq. (8)-(9)
                 z_below = self._detect_boundary(preactivation, context.slope, context.training)
                 boundaries.append(z_below)
-        z = tf.concat(boundaries, axis=-1)
+        z = ops.concatenate(boundaries, axis=-1)
         new_states.append(z)
-        output = tf.concat(hiddens + [z], axis=-1)
+        output = ops.concatenate(hiddens + [z], axis=-1)
         return output, new_states
 
     def get_initial_state(self, batch_size=None):
         """Zero states; `z_0 = 0`, so no layer FLUSHes at the first step."""
         return [
-            keras.ops.zeros((batch_size, size), dtype=self.compute_dtype)
+            ops.zeros((batch_size, size), dtype=self.compute_dtype)
             for size in self.state_size
         ]
 

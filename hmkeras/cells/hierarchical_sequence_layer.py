@@ -3,15 +3,11 @@
 `HierarchicalSequenceLayer` is a `SequenceLayer` whose cell is a
 `HierarchicalCell`: it adds the boundary prior (`boundary_prior`,
 `segment_lengths`: a `BoundaryPrior` whose loss the layer adds while
-training), the cell's `split_outputs` and the counts of sparse-update
-inference (`hmkeras.cells.sparse_update`).
+training) and the cell's `split_outputs`.
 """
 
 import inspect
 
-import tensorflow as tf
-
-from hmkeras.cells import sparse_update
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.sequence_layer import SequenceLayer
 
@@ -51,7 +47,7 @@ class HierarchicalSequenceLayer(SequenceLayer):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         results = super().inner_loop(sequences, initial_state, mask, training=training)
         if self.needs_all_outputs(training):
-            if tf.nest.is_nested(mask):
+            if isinstance(mask, (list, tuple)):
                 mask = mask[0]
             self.add_loss(self._boundary_prior(results[1], mask=mask))
         return results
@@ -59,10 +55,3 @@ class HierarchicalSequenceLayer(SequenceLayer):
     def split_outputs(self, outputs):
         """`(hiddens, boundaries)` of the layer's output (the cell's method)."""
         return self.cell.split_outputs(outputs)
-
-    def update_statistics(self):
-        """Executed and skipped layer updates under `sparse_updates`.
-
-        See `hmkeras.cells.sparse_update.update_statistics`.
-        """
-        return sparse_update.update_statistics(self.cell)

@@ -92,7 +92,7 @@ class HMLSTM(HierarchicalSequenceLayer):
             weights follow `keras.utils.set_random_seed`.
         sparse_updates: Inference option (default `False`): a layer whose
             operation is COPY in every row of the batch (at batch 1: every
-            COPY) skips its update, a `tf.cond` around it, and computes
+            COPY) skips its update, a `keras.ops.cond` around it, and computes
             only its boundary detector's column. The outputs equal the
             dense path's; `hmkeras.cells.sparse_update` counts the skipped
             updates. Ignored while training; refused with

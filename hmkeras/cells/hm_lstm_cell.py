@@ -1,7 +1,7 @@
 """The hierarchical multiscale LSTM cell (Chung, Ahn & Bengio, ICLR 2017)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.cells import layer_weights
@@ -101,7 +101,7 @@ class HMLSTMCell(HierarchicalCell):
             weights follow `keras.utils.set_random_seed`.
         sparse_updates: Inference option (default `False`): a layer whose
             operation is COPY in every row of the batch (at batch 1: every
-            COPY) skips its update, a `tf.cond` around it, and computes
+            COPY) skips its update, a `keras.ops.cond` around it, and computes
             only its boundary detector's column. The outputs equal the
             dense path's; `hmkeras.cells.sparse_update` counts the skipped
             updates. Ignored while training; refused with
@@ -228,9 +228,9 @@ class HMLSTMCell(HierarchicalCell):
         # One split (not three slices) keeps the backward pass to one concat.
         boundary = None
         if step.is_top:
-            sfio, sg = tf.split(s, [3 * units, units], axis=-1)
+            sfio, sg = ops.split(s, [3 * units], axis=-1)
         else:
-            sfio, sg, boundary = tf.split(s, [3 * units, units, 1], axis=-1)
+            sfio, sg, boundary = ops.split(s, [3 * units, 4 * units], axis=-1)
         # Eq. (2)-(3) in the masked form of Kadar et al. Eq. (10)-(12):
         # FLUSH keeps only i * g; COPY keeps c_{t-1} (and h_{t-1}) bit for bit.
         cell_output = None

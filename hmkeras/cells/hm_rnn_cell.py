@@ -1,7 +1,7 @@
 """The hierarchical multiscale Elman RNN cell (Kadar et al. 2018, Eq. 9)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.cells import layer_weights
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
@@ -180,6 +180,6 @@ class HMRNNCell(HierarchicalCell):
         (h_previous,) = step.state
         s = step.products.mixture(step.inputs, self._product_gates(step))
         s = s + self._layer_params[step.index]["bias"]
-        h = blend_copy(step.ops.copy, h_previous, tf.tanh(s[:, :units]))  # Eq. (15)
+        h = blend_copy(step.ops.copy, h_previous, ops.tanh(s[:, :units]))  # Eq. (15)
         boundary = None if step.is_top else s[:, units:]
         return [h], boundary

@@ -33,13 +33,14 @@ It computes three forms of the products: `bottom_up` (the bottom layer's
 
 Examples:
 
-    >>> import numpy as np, tensorflow as tf
-    >>> weights = {"kernel": tf.constant([[1.0, 2.0]]),
-    ...            "recurrent_kernel": tf.constant([[3.0, 4.0]])}
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> weights = {"kernel": np.array([[1.0, 2.0]], "float32"),
+    ...            "recurrent_kernel": np.array([[3.0, 4.0]], "float32")}
     >>> products = LayerProducts.build(weights, ProductOptions(
     ...     layer_norm=False, stack_recurrent=False, compute_dtype="float32"))
-    >>> inputs = ProductInputs(below=tf.ones((1, 1)), recurrent=tf.ones((1, 1)))
-    >>> products.mixture(inputs, ProductGates(recurrent=tf.zeros((1, 1)))).numpy()
+    >>> inputs = ProductInputs(below=ops.ones((1, 1)), recurrent=ops.ones((1, 1)))
+    >>> ops.convert_to_numpy(products.mixture(inputs, ProductGates(recurrent=ops.zeros((1, 1)))))
     array([[1., 2.]], dtype=float32)
 """
 
@@ -47,7 +48,7 @@ import dataclasses
 from typing import Any
 from typing import Optional
 
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.cells import sparse_update
 from hmkeras.cells.sequence_kernel import product as kernel_product
@@ -138,7 +139,7 @@ def inverse_deviation(variance, epsilon=LAYER_NORM_EPSILON):
     the gradient of the first steps from the zero state grows by 1e2 to 1e4
     per step, past float32's range within a 100-step window.
     """
-    return tf.where(variance > 0.0, tf.math.rsqrt(variance + epsilon), tf.zeros_like(variance))
+    return ops.where(variance > 0.0, ops.rsqrt(variance + epsilon), ops.zeros_like(variance))
 
 
 def layer_normalize(x, gain_and_bias, options):
@@ -150,10 +151,13 @@ def layer_normalize(x, gain_and_bias, options):
     """
     gain, bias = gain_and_bias
     dtype = options.statistics_dtype
-    x = tf.cast(x, dtype)
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    y = (x - mean) * inverse_deviation(variance) * tf.cast(gain, dtype) + tf.cast(bias, dtype)
-    return tf.cast(y, options.compute_dtype)
+    x = ops.cast(x, dtype)
+    # The mean and variance as `tf.nn.moments` computes them (the variance
+    # about the mean held constant), on every backend.
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    variance = ops.mean(ops.square(x - ops.stop_gradient(mean)), axis=-1, keepdims=True)
+    y = (x - mean) * inverse_deviation(variance) * ops.cast(gain, dtype) + ops.cast(bias, dtype)
+    return ops.cast(y, options.compute_dtype)
 
 
 class LayerProducts:
@@ -197,7 +201,7 @@ class LayerProducts:
             if "top_down" in matrices:
                 blocks.append(matrices.pop("top_down"))
             matrices["recurrent_top_down"] = (
-                tf.concat(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+                ops.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
             )
         kernels = {name: sequence_kernel(m) for name, m in matrices.items()}
         copy_boundary = None
@@ -210,17 +214,17 @@ class LayerProducts:
         compute = options.compute_dtype
         kernels, gains, betas, centred_kernels = [], [], [], {}
         for name in names:
-            gain, beta = (tf.convert_to_tensor(v) for v in weights[_WEIGHT_NAMES[name][1]])
+            gain, beta = (ops.convert_to_tensor(v) for v in weights[_WEIGHT_NAMES[name][1]])
             kernel = _read(weights, name, options.statistics_dtype)
-            centred = kernel - tf.reduce_mean(kernel, axis=1, keepdims=True)
+            centred = kernel - ops.mean(kernel, axis=1, keepdims=True)
             centred_kernels[name] = centred
-            kernels.append(sequence_kernel(tf.cast(centred, compute)))
-            gains.append(tf.cast(gain, compute))
-            betas.append(tf.cast(beta, compute))
+            kernels.append(sequence_kernel(ops.cast(centred, compute)))
+            gains.append(ops.cast(gain, compute))
+            betas.append(ops.cast(beta, compute))
         copy_boundary = None
         if options.copy_products is not None:
             copy_boundary = _copy_boundary(weights, options, names, centred_kernels)
-        return cls(options, names, kernels, gains, tf.stack(betas), copy_boundary)
+        return cls(options, names, kernels, gains, ops.stack(betas), copy_boundary)
 
     # -- The three forms of the products -----------------------------------
 
@@ -275,7 +279,7 @@ class LayerProducts:
             above = inputs.above
             if gates.top_down is not None:
                 above = gates.top_down * above
-            past = tf.concat([recurrent, above], axis=-1)
+            past = ops.concatenate([recurrent, above], axis=-1)
         projected = inputs.projected
         if projected is None:
             below = inputs.below
@@ -309,20 +313,20 @@ class LayerProducts:
         # The gated sum of the products' biases: one (batch, P) x (P, C) matmul.
         factors = gates.factors(self.names)
         if all(f is None for f in factors):
-            return total + tf.reduce_sum(self.betas, axis=0)
-        ones = tf.ones_like(next(f for f in factors if f is not None))
-        weights = tf.concat([ones if f is None else f for f in factors], axis=-1)
-        return total + tf.matmul(tf.cast(weights, self.options.compute_dtype), self.betas)
+            return total + ops.sum(self.betas, axis=0)
+        ones = ops.ones_like(next(f for f in factors if f is not None))
+        weights = ops.concatenate([ones if f is None else f for f in factors], axis=-1)
+        return total + ops.matmul(ops.cast(weights, self.options.compute_dtype), self.betas)
 
     def _normalized(self, x, factor, k):
         """`factor * (LN(x M) - beta)` of product `k`, from `M_c` and `gain`."""
         statistics = self.options.statistics_dtype
         y = kernel_product(x, self.kernels[k])  # centred: its mean over the columns is 0
-        variance = tf.reduce_mean(tf.square(tf.cast(y, statistics)), axis=-1, keepdims=True)
+        variance = ops.mean(ops.square(ops.cast(y, statistics)), axis=-1, keepdims=True)
         scale = inverse_deviation(variance)
         if factor is not None:
-            scale = scale * tf.cast(factor, statistics)
-        return y * tf.cast(scale, self.options.compute_dtype) * self.gains[k]
+            scale = scale * ops.cast(factor, statistics)
+        return y * ops.cast(scale, self.options.compute_dtype) * self.gains[k]
 
 
 def _input_of(inputs, name):
@@ -331,7 +335,7 @@ def _input_of(inputs, name):
 
 
 def _read(weights, name, dtype):
-    return tf.cast(tf.convert_to_tensor(weights[_WEIGHT_NAMES[name][0]]), dtype)
+    return ops.cast(ops.convert_to_tensor(weights[_WEIGHT_NAMES[name][0]]), dtype)
 
 
 def _copy_boundary(weights, options, names, centred):
@@ -342,7 +346,7 @@ def _copy_boundary(weights, options, names, centred):
     with layer normalization (`centred`: the kernels centred over their
     columns, in the statistics dtype), the kept products' `beta`.
     """
-    terms, offset = [], tf.convert_to_tensor(weights["bias"])[-1:]
+    terms, offset = [], ops.convert_to_tensor(weights["bias"])[-1:]
     for product, name in enumerate(PRODUCT_NAMES):
         if name not in options.copy_products or name not in names:
             continue
@@ -350,10 +354,10 @@ def _copy_boundary(weights, options, names, centred):
             kernel = _read(weights, name, options.compute_dtype)
             terms.append(sparse_update.boundary_term(product, kernel))
             continue
-        gain, beta = (tf.convert_to_tensor(v)[-1] for v in weights[_WEIGHT_NAMES[name][1]])
+        gain, beta = (ops.convert_to_tensor(v)[-1] for v in weights[_WEIGHT_NAMES[name][1]])
         kernel = centred[name]
-        terms.append(sparse_update.boundary_term(product, kernel, tf.cast(gain, kernel.dtype)))
+        terms.append(sparse_update.boundary_term(product, kernel, ops.cast(gain, kernel.dtype)))
         offset = offset + beta
     return sparse_update.CopyBoundary(
-        tuple(terms), tf.cast(offset, options.compute_dtype), LAYER_NORM_EPSILON
+        tuple(terms), ops.cast(offset, options.compute_dtype), LAYER_NORM_EPSILON
     )

@@ -13,21 +13,21 @@ when it COPYs (`copy_hidden=False`).
 
 The operations are combined arithmetically, so the gradient reaches the
 masks and flows on to the boundary detectors through the straight-through
-estimator.  The gradient is TensorFlow's automatic one: a step's time goes
+estimator.  The gradient is the backend's automatic one: a step's time goes
 to the matrix products and the per-step accumulation of their weight
 gradients, not to this function.
 
 Examples:
 
-    >>> import tensorflow as tf
-    >>> s = tf.zeros((2, 6)); g = tf.zeros((2, 2)); c = tf.ones((2, 2)); h = tf.ones((2, 2))
-    >>> copy = tf.constant([[1.0], [0.0]]); update = tf.constant([[0.0], [1.0]])
+    >>> from keras import ops
+    >>> s = ops.zeros((2, 6)); g = ops.zeros((2, 2)); c = ops.ones((2, 2)); h = ops.ones((2, 2))
+    >>> copy = ops.convert_to_tensor([[1.0], [0.0]]); update = ops.convert_to_tensor([[0.0], [1.0]])
     >>> h_new, c_new = masked_lstm_update(s, g, c, h, update, copy)
-    >>> c_new.numpy().tolist()  # row 0 copies, row 1 updates: 0.5 * 1 + 0.5 * 0
+    >>> ops.convert_to_numpy(c_new).tolist()  # row 0 copies, row 1 updates: 0.5 * 1 + 0.5 * 0
     [[1.0, 1.0], [0.5, 0.5]]
 """
 
-import tensorflow as tf
+from keras import ops
 
 
 def masked_lstm_update(
@@ -49,8 +49,8 @@ def masked_lstm_update(
     Returns:
         `(h, c)`.
     """
-    f, i, o = tf.split(tf.sigmoid(s_fio), 3, axis=-1)  # Chung Eq. (4)
-    g = tf.tanh(s_g)
+    f, i, o = ops.split(ops.sigmoid(s_fio), 3, axis=-1)  # Chung Eq. (4): three equal parts
+    g = ops.tanh(s_g)
     candidate = i * g
     forgotten = update * (f * c_previous)
     if copy is None:
@@ -58,7 +58,7 @@ def masked_lstm_update(
     else:
         keep = 1.0 - copy
         c = copy * c_previous + keep * candidate + forgotten  # Kadar Eq. (12)
-    h = o * tf.tanh(c if cell_output is None else cell_output(c))  # Chung Eq. (3)
+    h = o * ops.tanh(c if cell_output is None else cell_output(c))  # Chung Eq. (3)
     if copy is not None and copy_hidden:
         h = copy * h_previous + keep * h  # COPY keeps h bit for bit
     return h, c

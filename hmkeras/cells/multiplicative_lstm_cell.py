@@ -6,7 +6,6 @@ from keras import constraints
 from keras import initializers
 from keras import ops
 from keras import regularizers
-import tensorflow as tf
 
 from hmkeras import argument_checks
 from hmkeras.cells import weight_normalization
@@ -92,9 +91,11 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
     weights applied to h_{t-1} and m_t, while the input projections
     `kernel` stay as they are (no `kernel_g`). `"all"` normalizes `kernel`
     too. Under
-    `keras.layers.RNN` the normalized matrices are computed once per sequence,
-    before the time loop (see `hmkeras.cells.variational_dropout`); called by hand,
-    the cell computes them at each call.
+    `hmkeras.RNN` (or in the `MultiplicativeLSTM` layer) the normalized
+    matrices are computed once per sequence, before the time loop (see
+    `hmkeras.cells.variational_dropout`); stepped by Keras' own
+    `keras.layers.RNN` or called by hand, the cell computes them at each
+    call.
 
     Variational dropout (Gal & Ghahramani, 2016; Krause et al. Section 4.2
     drop the embedding and the hidden state with masks "shared across a
@@ -104,7 +105,10 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
     output and the state fed back to step t + 1 (the memory c_t is not
     dropped); unlike `keras.layers.LSTMCell`, which drops h_{t-1} only where
     it enters the recurrent matmul and outputs the undropped h_t. Masks are
-    used only when `training` is true.
+    used only when `training` is true, and need a loop that opens the
+    sequence: `hmkeras.RNN`, the `MultiplicativeLSTM` layer or
+    `begin_sequence` / `end_sequence` (see
+    `hmkeras.cells.variational_dropout`).
 
     Initialisation (Krause et al. Section 4.1): forget-gate bias 3
     (`forget_bias`) and scaled orthogonal hidden matrices: each `(.., units)`
@@ -164,7 +168,7 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
     Call arguments:
         inputs: A floating-point 2D tensor, with shape `(batch, features)`:
             one step of the `(batch, time, features)` sequence that
-            `keras.layers.RNN` steps through. Integer or boolean inputs
+            `hmkeras.RNN` (or `keras.layers.RNN`) steps through. Integer or boolean inputs
             (usually token ids that need a `keras.layers.Embedding`) are
             refused with a `ValueError`; Keras' `LSTMCell` would silently
             read ids as numbers.
@@ -179,16 +183,16 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
 
     Examples:
 
-        >>> import numpy as np, keras
+        >>> import numpy as np, hmkeras
         >>> from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
         >>> inputs = np.random.random((32, 10, 8)).astype("float32")
-        >>> rnn = keras.layers.RNN(
+        >>> rnn = hmkeras.RNN(
         ...     MultiplicativeLSTMCell(4, weight_normalization=True,
         ...                            dropout=0.2, recurrent_dropout=0.2),
         ...     return_sequences=True, return_state=True)
-        >>> whole_sequence_output, final_h, final_c = rnn(inputs)
-        >>> whole_sequence_output.shape, final_h.shape, final_c.shape
-        (TensorShape([32, 10, 4]), TensorShape([32, 4]), TensorShape([32, 4]))
+        >>> whole_sequence_output, final_h, final_c = rnn(inputs, training=True)
+        >>> tuple(whole_sequence_output.shape), tuple(final_h.shape), tuple(final_c.shape)
+        ((32, 10, 4), (32, 4), (32, 4))
         >>> [w.name for w in rnn.cell.weights if w.name.endswith("_g")]  # the gains
         ['recurrent_kernel_g', 'multiplicative_kernel_g']
     """
@@ -402,17 +406,18 @@ class MultiplicativeLSTMCell(VariationalDropoutMixin, keras.layers.Layer):
         units, m_units = self.units, self.multiplicative_units
         # Every projection of x_t in one matmul: [W_mx x | W_ix x, W_fx x,
         # W_ox x, W_hx x]; splits (not slices): their gradient is one concat.
+        # (`ops.split` takes split points: [:m_units], [m_units:].)
         projected = kernel_product(inputs, weights["kernel"])
-        x_m, x_gates = tf.split(projected, [m_units, 4 * units], axis=-1)
+        x_m, x_gates = ops.split(projected, [m_units], axis=-1)
         # Eq. (17): m_t = (W_mx x_t) * (W_mh h_{t-1}).
         m = x_m * kernel_product(h_tm1, weights["recurrent_kernel"])
         # Eq. (18)-(21), pre-activations: W_*x x_t + W_*m m_t (+ b).
         z = x_gates + kernel_product(m, weights["multiplicative_kernel"])
         if self.use_bias:
             z = z + weights["bias"]
-        z_gates, z_candidate = tf.split(z, [3 * units, units], axis=-1)
+        z_gates, z_candidate = ops.split(z, [3 * units], axis=-1)
         # Eq. (19), (21), (20): one activation over [i | f | o].
-        i, f, o = tf.split(self.recurrent_activation(z_gates), 3, axis=-1)
+        i, f, o = ops.split(self.recurrent_activation(z_gates), 3, axis=-1)
         c = f * c_tm1 + i * self.activation(z_candidate)  # Eq. (15), (18)
         h = self.activation(c) * o  # Eq. (16)
 

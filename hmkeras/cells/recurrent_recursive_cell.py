@@ -25,7 +25,7 @@ Two readings of a token (`operations_per_token`):
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.cells import tensor_stack
@@ -49,11 +49,11 @@ def _lstm_unit(x_part, h_part, c, bias, added_memory=None):
     `added_memory`, when given, is added to the new memory before the
     output gate reads it (a Tree-LSTM node's second gated memory)."""
     z = x_part + h_part + bias
-    i, f, g, o = tf.split(z, 4, axis=-1)
-    c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    i, f, g, o = ops.split(z, 4, axis=-1)
+    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
     if added_memory is not None:
         c = c + added_memory
-    return tf.sigmoid(o) * tf.tanh(c), c
+    return ops.sigmoid(o) * ops.tanh(c), c
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -152,8 +152,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
         ...     cell.pack_inputs(embeddings, operations))
         >>> h, actions, log_probs, entropies = cell.split_outputs(outputs)
-        >>> h.shape, actions.numpy().astype(int).tolist()
-        (TensorShape([2, 5, 4]), [[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
+        >>> tuple(h.shape), keras.ops.convert_to_numpy(actions).astype(int).tolist()
+        ((2, 5, 4), [[0, 2, 1, 2, 2], [2, 0, 0, 1, 1]])
 
         The paper's operations: up to two splits or merges before each
         token's recur, chosen by the policy.
@@ -161,9 +161,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         >>> cell = RecurrentRecursiveCell(4, max_depth=3, mode="reinforce",
         ...                               operations_per_token=3, seed=0)
         >>> outputs = keras.layers.RNN(cell, return_sequences=True)(embeddings)
-        >>> actions = cell.split_outputs(outputs)[1]
-        >>> actions.shape, bool(np.all((actions == 2).numpy().sum(-1) == 1))  # one recur each
-        (TensorShape([2, 5, 3]), True)
+        >>> actions = keras.ops.convert_to_numpy(cell.split_outputs(outputs)[1])
+        >>> actions.shape, bool(np.all((actions == 2).sum(-1) == 1))  # one recur each
+        ((2, 5, 3), True)
     """
 
     def __init__(
@@ -236,8 +236,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
 
         def initializer_by_block(shape, dtype=None):
             rows, columns = shape
-            return tf.concat([part((rows, columns // blocks), dtype=dtype)
-                              for part in parts], axis=1)
+            return ops.concatenate([part((rows, columns // blocks), dtype=dtype)
+                                    for part in parts], axis=1)
 
         return self.add_weight(name=name, shape=shape,
                                initializer=initializer_by_block)
@@ -248,10 +248,11 @@ class RecurrentRecursiveCell(keras.layers.Layer):
 
         def initializer(shape, dtype=None):
             bias = self.bias_initializer(shape, dtype=dtype)
-            one_unit = tf.concat(
-                [tf.zeros([units]), tf.ones([units]), tf.zeros([2 * units])], 0
+            one_unit = ops.concatenate(
+                [ops.zeros((units,), "float32"), ops.ones((units,), "float32"),
+                 ops.zeros((2 * units,), "float32")], axis=0,
             )
-            return bias + tf.cast(tf.tile(one_unit, [num_units]), bias.dtype)
+            return bias + ops.cast(ops.tile(one_unit, [num_units]), bias.dtype)
 
         return self.add_weight(name=name, shape=(4 * units * num_units,),
                                initializer=initializer)
@@ -311,15 +312,15 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         embedding and `operations[..., None]` (as floats) with
         `keras.layers.Concatenate()` instead.
         """
-        embeddings = tf.convert_to_tensor(embeddings)
-        operations = tf.cast(operations, embeddings.dtype)[..., None]
-        return tf.concat([embeddings, operations], axis=-1)
+        embeddings = ops.convert_to_tensor(embeddings)
+        operations = ops.expand_dims(ops.cast(operations, embeddings.dtype), -1)
+        return ops.concatenate([embeddings, operations], axis=-1)
 
     def allowed_actions(self, depth):
         """`(batch, 3)` 0/1 mask of the possible operations at `depth`."""
-        return tf.concat(
+        return ops.concatenate(
             [tensor_stack.can_push(depth, self.max_depth),
-             tensor_stack.can_pop(depth), tf.ones_like(depth)], axis=-1,
+             tensor_stack.can_pop(depth), ops.ones_like(depth)], axis=-1,
         )
 
     def policy_log_probs(self, h, embedding, allowed):
@@ -329,19 +330,19 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         logit is out of float16's range (it would be `-inf`, and the
         entropy's `0 * -inf` NaN).
         """
-        logits = tf.matmul(tf.concat([h, embedding], -1), self.policy_kernel)
+        logits = ops.matmul(ops.concatenate([h, embedding], axis=-1), self.policy_kernel)
         logits = logits + self.policy_bias
-        if logits.dtype in (tf.float16, tf.bfloat16):
-            logits = tf.cast(logits, tf.float32)
-        logits = tf.where(allowed > 0.5, logits, _IMPOSSIBLE_LOGIT)
-        return tf.nn.log_softmax(logits, axis=-1)
+        if keras.backend.standardize_dtype(logits.dtype) in ("float16", "bfloat16"):
+            logits = ops.cast(logits, "float32")
+        logits = ops.where(ops.greater(allowed, 0.5), logits, _IMPOSSIBLE_LOGIT)
+        return ops.log_softmax(logits, axis=-1)
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
         h, c, stack, depth = states
         if self.takes_operations:
             x = inputs[:, :-1]
-            given = tf.cast(tf.round(inputs[:, -1]), tf.int32)
+            given = ops.cast(ops.round(inputs[:, -1]), "int32")
         else:
             x, given = inputs, None
         if self.operations_per_token > 1:
@@ -349,7 +350,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         allowed = self.allowed_actions(depth)
         action, log_prob, entropy = self._choose(h, x, allowed, training, given)
         h, c, stack, depth = self._apply(action, x, states)
-        output = tf.concat([h, tf.cast(action, h.dtype)[:, None], log_prob, entropy], -1)
+        output = ops.concatenate(
+            [h, ops.expand_dims(ops.cast(action, h.dtype), -1), log_prob, entropy], axis=-1)
         return output, [h, c, stack, depth]
 
     def _call_between_tokens(self, x, states, training):
@@ -358,27 +360,27 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         consumes `x` (Sec. 2: "only recurrent operations consume input
         tokens"). A row stops choosing once it has recurred; the last
         choice allows recur only."""
-        done = tf.zeros_like(states[3], tf.bool)
-        log_prob = entropy = tf.zeros_like(states[3])
+        done = ops.zeros_like(states[3], dtype="bool")
+        log_prob = entropy = ops.zeros_like(states[3])
         actions = []
         for index in range(self.operations_per_token):
             last = index == self.operations_per_token - 1
             if last:  # The token must be read: recur, with probability 1.
-                action = tf.fill(tf.shape(done)[:1], RECUR)
-                step_log_prob = step_entropy = tf.zeros_like(log_prob)
+                action = ops.full_like(done[:, 0], RECUR, dtype="int32")
+                step_log_prob = step_entropy = ops.zeros_like(log_prob)
             else:
                 action, step_log_prob, step_entropy = self._choose(
                     states[0], x, self.allowed_actions(states[3]), training)
-            active = tf.logical_not(done)
+            active = ops.logical_not(done)
             new_states = self._apply(action, x, states, recur_only=last)
-            states = [tf.where(active, new, old) for new, old in zip(new_states, states)]
-            zero = tf.zeros_like(step_log_prob)
-            log_prob += tf.where(active, step_log_prob, zero)
-            entropy += tf.where(active, step_entropy, zero)
-            actions.append(tf.where(active[:, 0], action, -1))
-            done = done | (action == RECUR)[:, None]
-        actions = tf.cast(tf.stack(actions, axis=-1), states[0].dtype)
-        output = tf.concat([states[0], actions, log_prob, entropy], -1)
+            states = [ops.where(active, new, old) for new, old in zip(new_states, states)]
+            zero = ops.zeros_like(step_log_prob)
+            log_prob = log_prob + ops.where(active, step_log_prob, zero)
+            entropy = entropy + ops.where(active, step_entropy, zero)
+            actions.append(ops.where(active[:, 0], action, -1))
+            done = ops.logical_or(done, ops.expand_dims(ops.equal(action, RECUR), -1))
+        actions = ops.cast(ops.stack(actions, axis=-1), states[0].dtype)
+        output = ops.concatenate([states[0], actions, log_prob, entropy], axis=-1)
         return output, states
 
     def _choose(self, h, x, allowed, training, given=None):
@@ -393,23 +395,28 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         dtype = h.dtype
         if self.has_policy:
             log_probs = self.policy_log_probs(h, x, allowed)
-            entropy = -tf.reduce_sum(tf.exp(log_probs) * log_probs, -1, keepdims=True)
+            entropy = -ops.sum(ops.exp(log_probs) * log_probs, axis=-1, keepdims=True)
         if self.mode == "reinforce":
             if training:
+                argument_checks.check_draws_per_step(type(self).__name__,
+                                                     'mode="reinforce"', log_probs)
                 action = keras.random.categorical(
                     log_probs, 1, seed=self.seed_generator, dtype="int32")[:, 0]
             else:
-                action = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+                action = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
         else:
-            given = tf.where((given >= 0) & (given < 3), given, RECUR)
-            possible = tf.gather(allowed, given, axis=1, batch_dims=1) > 0.5
-            action = tf.where(possible, given, RECUR)
+            known = ops.logical_and(ops.greater_equal(given, 0), ops.less(given, 3))
+            given = ops.where(known, given, RECUR)
+            # allowed[row, given[row]] of every row.
+            possible = ops.greater(
+                ops.take_along_axis(allowed, ops.expand_dims(given, -1), axis=1)[:, 0], 0.5)
+            action = ops.where(possible, given, RECUR)
         if not self.has_policy:
-            zero = tf.zeros_like(h[:, :1])
+            zero = ops.zeros_like(h[:, :1])
             return action, zero, zero
-        log_prob = tf.reduce_sum(
-            tf.one_hot(action, 3, dtype=log_probs.dtype) * log_probs, -1, keepdims=True)
-        return action, tf.cast(log_prob, dtype), tf.cast(entropy, dtype)
+        log_prob = ops.sum(
+            ops.one_hot(action, 3, dtype=log_probs.dtype) * log_probs, axis=-1, keepdims=True)
+        return action, ops.cast(log_prob, dtype), ops.cast(entropy, dtype)
 
     def _apply(self, action, x, states, recur_only=False):
         """The state after `action` (Sec. 2's three cells) in every row.
@@ -418,14 +425,14 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         u = self.units
         if recur_only:  # recur: h = LSTM_R(x, h).
             h_recur, c_recur = _lstm_unit(
-                tf.matmul(x, self.kernel[:, 8 * u:]),
-                tf.matmul(h, self.recurrent_kernel[:, 8 * u:]), c, self.bias[8 * u:])
+                ops.matmul(x, self.kernel[:, 8 * u:]),
+                ops.matmul(h, self.recurrent_kernel[:, 8 * u:]), c, self.bias[8 * u:])
             return [h_recur, c_recur, stack, depth]
-        one_hot = tf.one_hot(action, 3, dtype=h.dtype)
-        is_split, is_merge, is_recur = tf.split(one_hot, 3, axis=-1)
-        x_part = tf.split(tf.matmul(x, self.kernel), 3, axis=-1)
-        h_part = tf.split(tf.matmul(h, self.recurrent_kernel), 3, axis=-1)
-        b_part = tf.split(self.bias, 3)
+        one_hot = ops.one_hot(action, 3, dtype=h.dtype)
+        is_split, is_merge, is_recur = ops.split(one_hot, 3, axis=-1)
+        x_part = ops.split(ops.matmul(x, self.kernel), 3, axis=-1)
+        h_part = ops.split(ops.matmul(h, self.recurrent_kernel), 3, axis=-1)
+        b_part = ops.split(self.bias, 3)
         # split: h_down = F1(h, x), h = F2(h, x), push h_down (and c_down).
         h_down, c_down = _lstm_unit(x_part[0], h_part[0], c, b_part[0])
         h_split, c_split = _lstm_unit(x_part[1], h_part[1], c, b_part[1])
@@ -436,10 +443,10 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             stack, depth, is_merge, self.slot_size)
         pushed, c_down_popped = h_down, None
         if self.memory == "tree":
-            popped, c_down_popped = tf.split(popped, 2, axis=-1)
-            pushed = tf.concat([h_down, c_down], -1)
-        h_m = tf.tanh(tf.matmul(tf.concat([h, popped], -1), self.merge_kernel)
-                      + self.merge_bias)
+            popped, c_down_popped = ops.split(popped, 2, axis=-1)
+            pushed = ops.concatenate([h_down, c_down], axis=-1)
+        h_m = ops.tanh(ops.matmul(ops.concatenate([h, popped], axis=-1), self.merge_kernel)
+                       + self.merge_bias)
         h_merge, c_merge = self._merge_unit(x, h_m, c, c_down_popped)
         new_stack, new_depth = tensor_stack.push(
             stack_after_pop, depth_after_pop, pushed, is_split)
@@ -459,12 +466,12 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         """
         added_memory = None
         if c_down is not None:
-            down_gate = tf.sigmoid(tf.matmul(x, self.down_gate_input_kernel)   # M2
-                                   + tf.matmul(h_m, self.down_gate_recurrent_kernel)
-                                   + self.down_gate_bias)
+            down_gate = ops.sigmoid(ops.matmul(x, self.down_gate_input_kernel)  # M2
+                                    + ops.matmul(h_m, self.down_gate_recurrent_kernel)
+                                    + self.down_gate_bias)
             added_memory = down_gate * c_down                                   # M1
-        return _lstm_unit(tf.matmul(x, self.merge_input_kernel),
-                          tf.matmul(h_m, self.merge_recurrent_kernel), c,
+        return _lstm_unit(ops.matmul(x, self.merge_input_kernel),
+                          ops.matmul(h_m, self.merge_recurrent_kernel), c,
                           self.merge_lstm_bias, added_memory)
 
     def split_outputs(self, outputs):
@@ -480,7 +487,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         """
         if isinstance(outputs, (list, tuple)):
             outputs = outputs[0]
-        outputs = tf.convert_to_tensor(outputs)
+        outputs = ops.convert_to_tensor(outputs)
         if outputs.shape[-1] != self.output_size:
             raise ValueError(
                 f"`outputs` must have last dimension output_size="

@@ -34,9 +34,10 @@ and `zero_output_for_mask` behave as in every Keras RNN.
 import inspect
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
+from hmkeras.cells.sequence_rnn import RNN
 
 # Arguments of `keras.layers.RNN` that a sequence layer takes.
 RNN_ARGUMENTS = (
@@ -53,10 +54,10 @@ def apply_to_steps(function, sequences):
     Merges the batch and time axes, so that `function` does one matrix
     product for the whole sequence, and restores them.
     """
-    shape = tf.shape(sequences)
-    flat = tf.reshape(sequences, [-1, sequences.shape[-1]])
+    batch, time = ops.shape(sequences)[0], ops.shape(sequences)[1]
+    flat = ops.reshape(sequences, (-1, sequences.shape[-1]))
     result = function(flat)
-    return tf.reshape(result, tf.concat([shape[:2], tf.shape(result)[1:]], axis=0))
+    return ops.reshape(result, (batch, time, *result.shape[1:]))
 
 
 def _cell_parameters(cell_class):
@@ -92,7 +93,7 @@ def _cell_property(name):
     return property(getter)
 
 
-class SequenceLayer(keras.layers.RNN):
+class SequenceLayer(RNN):
     """Base class of the sequence layers; see the module docstring.
 
     A subclass sets `cell_class` and `cell_name` (the name Keras gives a
@@ -171,27 +172,20 @@ class SequenceLayer(keras.layers.RNN):
         )
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
-        if tf.nest.is_nested(mask):
+        if isinstance(mask, (list, tuple)):
             mask = mask[0]
         argument_checks.check_float_inputs(type(self).__name__, sequences)
         # Work on the whole sequence, before the loop (one matrix product).
         projected = self.cell.project_sequence(sequences, training=training)
         loop = keras.layers.RNN(
-            _ProjectedSteps(self.cell, training, probed=not self.unroll),
+            _ProjectedSteps(self.cell, training),
             return_sequences=self.return_sequences or self.needs_all_outputs(training),
             go_backwards=self.go_backwards,
             unroll=self.unroll,
             zero_output_for_mask=self.zero_output_for_mask,
             name=f"{self.name}_loop",
         )
-        counter = getattr(self.cell, "_sparse_counter", None)
-        if counter is not None:
-            counter.in_sequence_layer = True
-        try:
-            return loop.inner_loop(projected, initial_state, mask, training=training)
-        finally:
-            if counter is not None:
-                counter.in_sequence_layer = False
+        return loop.inner_loop(projected, initial_state, mask, training=training)
 
     def get_config(self):
         config = super().get_config()
@@ -211,28 +205,16 @@ class _ProjectedSteps:
     step of the projections (see the module docstring).
 
     Not a layer (it has no weights, and the loop layer passes it no
-    `training`: it holds the call's). Without `unroll`, Keras' loop first
-    runs the step once more, outside the loop, to learn the output shape
-    (`probed`): sparse-update counts skip that step.
+    `training`: it holds the call's).
     """
 
-    def __init__(self, cell, training, probed):
+    def __init__(self, cell, training):
         self.cell = cell
         self.state_size = cell.state_size
         self.output_size = cell.output_size
         self.training = training
-        self._probe_pending = probed and getattr(cell, "_sparse_counter", None) is not None
 
     def call(self, projected, states):
         return self.cell.call_projected(projected, list(states), training=self.training)
 
-    def __call__(self, projected, states):
-        if not self._probe_pending:
-            return self.call(projected, states)
-        self._probe_pending = False
-        counter = self.cell._sparse_counter
-        counter.paused = True
-        try:
-            return self.call(projected, states)
-        finally:
-            counter.paused = False
+    __call__ = call

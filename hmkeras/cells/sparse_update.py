@@ -5,7 +5,7 @@ A layer `l` of an HM cell COPYs at step `t` when `z^l_{t-1} = 0` and
 update is wasted work.  With `sparse_updates=True` (an argument of
 `HMLSTMCell`, `HMRNNCell` and of the sequence layers `HMLSTM`, `HMRNN`), a
 layer whose operation is COPY in every row of the batch skips its update
-(a `tf.cond` per layer and step); at batch 1, the streaming case of
+(a `keras.ops.cond` per layer and step); at batch 1, the streaming case of
 evaluation and generation, that is every COPY.  The skipped branch still
 computes the boundary detector's pre-activation, one column of the
 layer's products (for the HM-LSTM `U h^l_{t-1}` alone, Eq. 5), since
@@ -35,17 +35,19 @@ pre-activation lies within rounding of the threshold.  Training ignores
 the option (the dense path carries the straight-through gradients of the
 masks), and `boundary_mode="soft"` refuses it: there COPY is not exact.
 
-`UpdateCounter` counts, per layer, the updates executed and skipped by the
-cells that run sparse; `update_statistics` reads them, `sparse_updates`
-switches a whole model for a block of code.
+`count_updates` counts, per layer, the updates a sparse run executes and
+skips, from the boundaries the cell returns (a layer skips a step when
+every row COPYs, which `z` alone decides); `sparse_updates` switches a
+whole model for a block of code.
 
 Examples:
 
     >>> import numpy as np
     >>> from hmkeras.cells import HMLSTM, sparse_update
-    >>> layer = HMLSTM(4, num_layers=3, boundary_bias=-5.0, sparse_updates=True)
-    >>> _ = layer(np.ones((1, 6, 3), "float32"))
-    >>> stats = sparse_update.update_statistics(layer)
+    >>> layer = HMLSTM(4, num_layers=3, boundary_bias=-5.0, sparse_updates=True,
+    ...                return_sequences=True)
+    >>> _, boundaries = layer.split_outputs(layer(np.ones((1, 6, 3), "float32")))
+    >>> stats = sparse_update.count_updates(boundaries)
     >>> stats["executed"] + stats["skipped"], stats["skipped"]  # top layer COPYs
     (18, 12)
 """
@@ -53,8 +55,9 @@ Examples:
 import collections
 import contextlib
 
+import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.cells.layer_search import find_layers
 
@@ -95,59 +98,6 @@ def check_sparse_updates(sparse_updates, boundary_mode):
     return bool(sparse_updates)
 
 
-class UpdateCounter:
-    """Per-layer counts of the layer updates executed and skipped.
-
-    One count per layer and step (for the whole batch).  Keras' RNN loop
-    runs the step once more, outside the loop, to learn the output shape;
-    that step is not counted under a sequence layer, nor under
-    `keras.layers.RNN(cell)` in a compiled function (it is when executing
-    eagerly; and a compiled `RNN(cell, unroll=True)` counts nothing: use
-    the sequence layers).  The variables are
-    made on first use, outside any compiled function, and are not weights
-    of the cell (checkpoints do not change); `reset` zeroes them.
-    """
-
-    __slots__ = ("num_layers", "paused", "in_sequence_layer", "_variables")
-
-    def __init__(self, num_layers):
-        self.num_layers = num_layers
-        self.paused = False  # set while Keras' loop probes the output shape
-        self.in_sequence_layer = False  # a sequence layer sets `paused` itself
-        self._variables = None
-
-    def _counts(self):
-        if self._variables is None:
-            with tf.init_scope():
-                self._variables = tuple(
-                    tf.Variable(tf.zeros((self.num_layers,), tf.int64),
-                                trainable=False, name=name)
-                    for name in ("executed_updates", "skipped_updates")
-                )
-        return self._variables
-
-    @property
-    def variables(self):
-        """The `(executed, skipped)` count variables (made on first use)."""
-        return self._counts()
-
-    def count(self, index, skipped):
-        """Adds one update of layer `index` (an op to depend on in graphs)."""
-        if self.paused:
-            return tf.no_op()
-        variable = self._counts()[int(bool(skipped))]
-        return variable.assign_add(tf.one_hot(index, self.num_layers, dtype=tf.int64))
-
-    def reset(self):
-        for variable in self._counts():
-            variable.assign(tf.zeros_like(variable))
-
-    def numpy(self):
-        """`(executed, skipped)`: two int arrays, one entry per layer."""
-        executed, skipped = self._counts()
-        return executed.numpy(), skipped.numpy()
-
-
 def boundary_term(product, kernel, gain=None):
     """The `BoundaryTerm` of one kept product (see the module docstring).
 
@@ -164,10 +114,10 @@ def boundary_term(product, kernel, gain=None):
         return BoundaryTerm(product, column, None)
     rows, columns = kernel.shape
     if columns > rows + 1:  # Ba et al. Eq. (21): var(x M_c) = x G x^T
-        gram = tf.matmul(kernel, kernel, transpose_b=True) / columns
-        return BoundaryTerm(product, tf.concat([gram, column * gain], 1), "gram")
-    scaled = kernel / tf.sqrt(tf.cast(columns, kernel.dtype))
-    return BoundaryTerm(product, tf.concat([scaled, column * gain], 1), "squares")
+        gram = ops.matmul(kernel, ops.transpose(kernel)) / columns
+        return BoundaryTerm(product, ops.concatenate([gram, column * gain], 1), "gram")
+    scaled = kernel / ops.sqrt(ops.cast(columns, kernel.dtype))
+    return BoundaryTerm(product, ops.concatenate([scaled, column * gain], 1), "squares")
 
 
 def boundary_preactivation(copy_boundary, inputs):
@@ -185,22 +135,22 @@ def boundary_preactivation(copy_boundary, inputs):
     for term in copy_boundary.terms:
         x = inputs[term.product]
         if term.statistics is None:
-            total = total + tf.matmul(x, term.kernel)  # Chung Eq. (5)-(7), one column
+            total = total + ops.matmul(x, term.kernel)  # Chung Eq. (5)-(7), one column
             continue
-        x = tf.cast(x, term.kernel.dtype)  # float32 statistics under mixed precision
+        x = ops.cast(x, term.kernel.dtype)  # float32 statistics under mixed precision
         width = term.kernel.shape[1] - 1
-        spread, column = tf.split(tf.matmul(x, term.kernel), [width, 1], axis=-1)
+        spread, column = ops.split(ops.matmul(x, term.kernel), [width], axis=-1)
         if term.statistics == "gram":
-            variance = tf.reduce_sum(spread * x, axis=-1, keepdims=True)
-            variance = tf.maximum(variance, 0.0)
+            variance = ops.sum(spread * x, axis=-1, keepdims=True)
+            variance = ops.maximum(variance, 0.0)
         else:
-            variance = tf.reduce_sum(tf.square(spread), axis=-1, keepdims=True)
-        term_value = column * tf.math.rsqrt(variance + copy_boundary.epsilon)
-        total = total + tf.cast(term_value, total.dtype)  # Ba et al. Eq. (20)-(21)
+            variance = ops.sum(ops.square(spread), axis=-1, keepdims=True)
+        term_value = column * ops.rsqrt(variance + copy_boundary.epsilon)
+        total = total + ops.cast(term_value, total.dtype)  # Ba et al. Eq. (20)-(21)
     return total
 
 
-def skip_copying_layer(layer_step, step, counter):
+def skip_copying_layer(layer_step, step):
     """`layer_step(step)`, skipped when every row of the batch COPYs.
 
     A COPY keeps the layer's state bit for bit (Chung Eq. 2-3), so the
@@ -208,102 +158,132 @@ def skip_copying_layer(layer_step, step, counter):
     step still needs: the boundary detector's pre-activation, from the
     per-sequence `CopyBoundary` of the layer's products
     (`LayerProducts.copy_boundary_preactivation`), none at all for the top
-    layer.  The bottom layer never COPYs.  Every executed and skipped
-    update is counted on `counter`, an `UpdateCounter`.
+    layer.  The bottom layer never COPYs.
 
     Args:
         layer_step: The cell's update of one layer, `step -> (new_state,
             boundary_preactivation)`.
         step: The layer's `LayerStep` (`layer_step`).
-        counter: The cell's `UpdateCounter`.
     """
     if step.ops.copy is None:  # the bottom layer
-        counter.count(step.index, skipped=False)
         return layer_step(step)
     has_boundary = step.z_previous is not None
 
-    # The counts are stateful operations of their branch: compiled, each
-    # branch runs its own (automatic control dependencies), so no output
-    # waits on them.
     def dense():
-        counter.count(step.index, skipped=False)
         new_state, preactivation = layer_step(step)
         return (new_state, preactivation) if has_boundary else new_state
 
     def skipped():
-        counter.count(step.index, skipped=True)
         if not has_boundary:
             return list(step.state)
         # Chung Eq. (5)-(7), the boundary column of a COPY
         preactivation = step.products.copy_boundary_preactivation(step.inputs)
         return list(step.state), preactivation
 
-    every_row_copies = tf.reduce_all(tf.equal(step.ops.copy, 1.0))
-    result = tf.cond(every_row_copies, skipped, dense)
+    every_row_copies = ops.all(ops.equal(step.ops.copy, 1.0))
+    result = ops.cond(every_row_copies, skipped, dense)
     if has_boundary:
         return list(result[0]), result[1]
     return list(result), None
 
 
-def in_loop_step(sequence_graph):
-    """Whether a step being built is one of Keras' loop steps.
+def count_updates(boundaries, initial_boundaries=None):
+    """The layer updates a sparse run executes and skips, from its `z`.
 
-    Compiled, `keras.layers.RNN` builds its shape-probing step directly in
-    the graph where the cell's sequence was opened (`sequence_graph`), and
-    its loop steps in a while-loop body nested in that graph. Eagerly (or
-    with no open sequence) the two cannot be told apart: True.
-    """
-    if sequence_graph is None or tf.executing_eagerly():
-        return True
-    return tf.compat.v1.get_default_graph() is not sequence_graph
-
-
-def _counting(layer):
-    return isinstance(getattr(layer, "_sparse_counter", None), UpdateCounter)
-
-
-def _cells(model_or_cell):
-    """The cells inside that count their updates (the hierarchical cells)."""
-    return find_layers(model_or_cell, _counting)
-
-
-def update_statistics(model_or_cell):
-    """Counts of the executed and skipped layer updates of sparse cells.
+    Layer `l > 1` COPYs at step `t` when `z^l_{t-1} = 0` and
+    `z^{l-1}_t = 0`, the top layer when `z^{L-1}_t = 0` (Chung Eq. 2); a
+    sparse run skips a layer's update at a step where every row of the
+    batch COPYs, and executes it otherwise (the bottom layer always).  So
+    the counts follow from the boundaries alone, whichever backend, loop
+    or compilation produced them.
 
     Args:
-        model_or_cell: A cell, sequence layer, RNN or model holding
-            hierarchical cells; their counts are summed.
+        boundaries: `(batch, time, L - 1)` or `(time, L - 1)` boundaries
+            `z^1 .. z^{L-1}` (`split_outputs(y)[1]` of a sequence output).
+        initial_boundaries: `(batch, L - 1)` or `(L - 1,)`: `z_0`, the
+            boundaries of the step before the first (the carried state's
+            last entry); default zeros, the zero state's.
 
     Returns:
         A dict: `"executed"` and `"skipped"` (totals over layers and
         steps), `"per_layer_executed"` and `"per_layer_skipped"` (lists,
-        bottom first, of the first cell's layer count), and
-        `"skipped_fraction"` (`skipped / (executed + skipped)`, 0 when
-        nothing ran).
+        bottom first, one entry per layer), and `"skipped_fraction"`
+        (`skipped / (executed + skipped)`, 0 for no steps).
+
+    Examples:
+
+        >>> import numpy as np
+        >>> z = np.array([[1, 0], [0, 0], [0, 1], [0, 0]])  # (time, L - 1), L = 3
+        >>> count_updates(z)["per_layer_skipped"]
+        [0, 2, 3]
     """
-    executed, skipped = None, None
-    for cell in _cells(model_or_cell):
-        e, s = cell._sparse_counter.numpy()
-        executed = e if executed is None else executed + e
-        skipped = s if skipped is None else skipped + s
-    if executed is None:
+    z = np.asarray(keras.ops.convert_to_numpy(boundaries)) > 0.5
+    if z.ndim == 2:
+        z = z[None]
+    if z.ndim != 3:
         raise ValueError(
-            "`model_or_cell` holds no hierarchical cell (HMLSTMCell, HMRNNCell)."
+            "`boundaries` must be (batch, time, layers - 1) or (time, layers - 1). "
+            f"Received shape: {z.shape}"
         )
-    total = int(executed.sum() + skipped.sum())
+    batch, steps, detectors = z.shape
+    if initial_boundaries is None:
+        first = np.zeros((batch, 1, detectors), bool)
+    else:
+        first = np.broadcast_to(
+            np.asarray(keras.ops.convert_to_numpy(initial_boundaries)) > 0.5,
+            (batch, detectors),
+        )[:, None, :]
+    previous = np.concatenate([first, z[:, :-1]], axis=1)
+    skipped = np.sum(keras.ops.convert_to_numpy(skipped_layers(z, previous)), axis=0)
+    return summarize_counts([steps - count for count in skipped], skipped)
+
+
+def skipped_layers(boundaries, previous_boundaries):
+    """Which layers a sparse step skips: those that COPY in every row.
+
+    Args:
+        boundaries: `(batch, ..., L - 1)`: `z_t`, as booleans or 0/1.
+        previous_boundaries: The same shape: `z_{t-1}`.
+
+    Returns:
+        `(..., L)` booleans, bottom layer first (never skipped).
+    """
+    z = ops.cast(boundaries, "bool")
+    previous = ops.cast(previous_boundaries, "bool")
+    # Layer l+1 (index l) COPYs without z^l_t and, below the top, without
+    # z^{l+1}_{t-1} (Chung Eq. 2); the top layer has no boundary of its own.
+    keeps = ops.concatenate(
+        [ops.logical_not(previous[..., 1:]), ops.ones_like(z[..., :1])], axis=-1
+    )
+    copies = ops.logical_and(ops.logical_not(z), keeps)
+    every_row = ops.all(copies, axis=0)
+    return ops.concatenate([ops.zeros_like(every_row[..., :1]), every_row], axis=-1)
+
+
+def summarize_counts(per_layer_executed, per_layer_skipped):
+    """The dict of `count_updates` from per-layer counts (e.g. summed
+    over the chunks of a text)."""
+    executed = [int(count) for count in per_layer_executed]
+    skipped = [int(count) for count in per_layer_skipped]
+    total = sum(executed) + sum(skipped)
     return {
-        "executed": int(executed.sum()),
-        "skipped": int(skipped.sum()),
-        "per_layer_executed": executed.tolist(),
-        "per_layer_skipped": skipped.tolist(),
-        "skipped_fraction": float(skipped.sum()) / total if total else 0.0,
+        "executed": sum(executed),
+        "skipped": sum(skipped),
+        "per_layer_executed": executed,
+        "per_layer_skipped": skipped,
+        "skipped_fraction": sum(skipped) / total if total else 0.0,
     }
 
 
-def reset_statistics(model_or_cell):
-    """Zeroes the update counts of every hierarchical cell inside."""
-    for cell in _cells(model_or_cell):
-        cell._sparse_counter.reset()
+def _can_run_sparse(layer):
+    """Whether `layer` is a hierarchical cell (the cells with a
+    `sparse_updates` flag of their own, not a sequence layer's view)."""
+    return isinstance(getattr(layer, "__dict__", {}).get("sparse_updates"), bool)
+
+
+def _cells(model_or_cell):
+    """The hierarchical cells inside (the cells that can run sparse)."""
+    return find_layers(model_or_cell, _can_run_sparse)
 
 
 @contextlib.contextmanager

@@ -10,19 +10,22 @@ where `a` is the slope.  Kadar et al. write the same function with
 `alpha = a / 2`.  Annealing `a` upwards (the "slope annealing trick")
 reduces the bias of the estimator.
 
-The slope is always passed in as a tensor argument: `tf.custom_gradient`
-must not close over a Keras variable, and passing it in lets a compiled
-(XLA) function see new slope values without retracing.
+The slope is always passed in as a tensor argument: the custom gradient
+(`keras.ops.custom_gradient`, TensorFlow's `tf.custom_gradient` or JAX's
+`jax.custom_gradient`) must not close over a Keras variable, and passing
+it in lets a compiled (XLA) function see new slope values without
+retracing.
 
 Examples:
 
-    >>> import tensorflow as tf
-    >>> x = tf.constant([-2.0, -0.2, 0.3, 4.0])
-    >>> step_straight_through(x, slope=tf.constant(1.0)).numpy()
+    >>> import keras, numpy as np
+    >>> x = np.array([-2.0, -0.2, 0.3, 4.0], "float32")
+    >>> keras.ops.convert_to_numpy(step_straight_through(x, slope=1.0))
     array([0., 0., 1., 1.], dtype=float32)
 """
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 __all__ = [
     "hard_sigmoid",
@@ -34,50 +37,61 @@ __all__ = [
 
 def hard_sigmoid(x, slope):
     """`clip((slope * x + 1) / 2, 0, 1)`, Chung et al. Section 3.2."""
-    slope = tf.cast(slope, x.dtype)
-    return tf.clip_by_value((slope * x + 1.0) * 0.5, 0.0, 1.0)
+    slope = ops.cast(slope, x.dtype)
+    return ops.clip((slope * x + 1.0) * 0.5, 0.0, 1.0)
 
 
 def hard_sigmoid_derivative(x, slope):
     """d hard_sigm(x) / dx: `slope / 2` where `|slope * x| < 1`, else 0."""
-    slope = tf.cast(slope, x.dtype)
-    inside = tf.cast(tf.abs(slope * x) < 1.0, x.dtype)
+    slope = ops.cast(slope, x.dtype)
+    inside = ops.cast(ops.abs(slope * x) < 1.0, x.dtype)
     return 0.5 * slope * inside
 
 
 def _straight_through_grads(upstream, x, slope):
     """Gradients of hard_sigm w.r.t. (x, slope), used by both estimators."""
-    slope_c = tf.cast(slope, x.dtype)
-    inside = tf.cast(tf.abs(slope_c * x) < 1.0, x.dtype)
+    slope_c = ops.cast(slope, x.dtype)
+    inside = ops.cast(ops.abs(slope_c * x) < 1.0, x.dtype)
     grad_x = upstream * 0.5 * slope_c * inside
-    grad_slope = tf.reduce_sum(upstream * 0.5 * x * inside)
-    return grad_x, tf.cast(tf.reshape(grad_slope, tf.shape(slope)), slope.dtype)
+    grad_slope = ops.sum(upstream * 0.5 * x * inside)
+    return grad_x, ops.cast(ops.reshape(grad_slope, ops.shape(slope)), slope.dtype)
 
 
-@tf.custom_gradient
+def _upstream(args, upstream):
+    """The gradient of the output, however the backend hands it to the
+    gradient function (TensorFlow and JAX: positionally; PyTorch: as the
+    keyword `upstream`)."""
+    if upstream is None:
+        (upstream,) = args
+    return upstream
+
+
+@ops.custom_gradient
 def _step(x, slope):
     # Chung et al. Eq. (9): z = 1 if hard_sigm(x) > 0.5, i.e. if x > 0.
-    z = tf.cast(x > 0.0, x.dtype)
+    z = ops.cast(x > 0.0, x.dtype)
 
-    def grad(upstream):
-        return _straight_through_grads(upstream, x, slope)
+    def grad(*args, upstream=None):
+        return _straight_through_grads(_upstream(args, upstream), x, slope)
 
     return z, grad
 
 
-@tf.custom_gradient
+@ops.custom_gradient
 def _bernoulli(x, slope, uniform_noise):
     # Chung et al. Sec. 3.2: z ~ Bernoulli(hard_sigm(x)), realised as
     # z = 1[u < hard_sigm(x)] for u ~ U[0, 1) drawn by the caller.  The
     # comparison runs in float32 at least: in bfloat16 both sides would
     # take only 128 levels in [0.5, 1).
-    compare = tf.float64 if tf.float64 in (x.dtype, uniform_noise.dtype) else tf.float32
-    probability = hard_sigmoid(tf.cast(x, compare), tf.cast(slope, compare))
-    z = tf.cast(tf.cast(uniform_noise, compare) < probability, x.dtype)
+    dtypes = (keras.backend.standardize_dtype(x.dtype),
+              keras.backend.standardize_dtype(uniform_noise.dtype))
+    compare = "float64" if "float64" in dtypes else "float32"
+    probability = hard_sigmoid(ops.cast(x, compare), ops.cast(slope, compare))
+    z = ops.cast(ops.cast(uniform_noise, compare) < probability, x.dtype)
 
-    def grad(upstream):
-        grad_x, grad_slope = _straight_through_grads(upstream, x, slope)
-        return grad_x, grad_slope, tf.zeros_like(uniform_noise)
+    def grad(*args, upstream=None):
+        grad_x, grad_slope = _straight_through_grads(_upstream(args, upstream), x, slope)
+        return grad_x, grad_slope, ops.zeros_like(uniform_noise)
 
     return z, grad
 
@@ -92,8 +106,8 @@ def step_straight_through(x, slope):
     Returns:
         A tensor like `x` holding exactly 0.0 or 1.0.
     """
-    x = tf.convert_to_tensor(x)
-    slope = tf.cast(slope, x.dtype)
+    x = ops.convert_to_tensor(x)
+    slope = ops.cast(slope, x.dtype)
     return _step(x, slope)
 
 
@@ -114,7 +128,7 @@ def bernoulli_straight_through(x, slope, uniform_noise):
         A tensor like `x` holding exactly 0.0 or 1.0, equal to 1.0 with
         probability `hard_sigmoid(x, slope)`.
     """
-    x = tf.convert_to_tensor(x)
-    slope = tf.cast(slope, x.dtype)
-    uniform_noise = tf.convert_to_tensor(uniform_noise)
+    x = ops.convert_to_tensor(x)
+    slope = ops.cast(slope, x.dtype)
+    uniform_noise = ops.convert_to_tensor(uniform_noise)
     return _bernoulli(x, slope, uniform_noise)

@@ -16,40 +16,41 @@ no-ops (the caller masks them out beforehand; see `can_push`, `can_pop`).
 Examples:
 
     >>> import numpy as np
+    >>> from keras import ops
     >>> stack, depth = np.zeros((1, 3 * 2), "float32"), np.zeros((1, 1), "float32")
     >>> stack, depth = push(stack, depth, np.array([[1.0, 2.0]]), np.ones((1, 1)))
     >>> stack, depth = push(stack, depth, np.array([[3.0, 4.0]]), np.ones((1, 1)))
     >>> top, stack, depth = pop(stack, depth, np.ones((1, 1)), units=2)
-    >>> top.numpy().tolist(), depth.numpy().tolist(), stack.numpy().tolist()
+    >>> tuple(ops.convert_to_numpy(t).tolist() for t in (top, depth, stack))
     ([[3.0, 4.0]], [[1.0]], [[1.0, 2.0, 0.0, 0.0, 0.0, 0.0]])
 """
 
-import tensorflow as tf
+from keras import ops
 
 
 def _slots(stack, units):
     """`(batch, max_depth, units)` view of a flat stack."""
-    stack = tf.convert_to_tensor(stack)
-    return tf.reshape(stack, [-1, stack.shape[-1] // units, units])
+    stack = ops.convert_to_tensor(stack)
+    return ops.reshape(stack, (-1, stack.shape[-1] // units, units))
 
 
 def _slot_mask(depth, max_depth, dtype, offset=0):
     """`(batch, max_depth, 1)` one-hot of slot `depth + offset` (zeros when
     that slot does not exist)."""
-    index = tf.cast(tf.round(tf.reshape(depth, [-1])), tf.int32) + offset
-    return tf.one_hot(index, max_depth, dtype=dtype)[:, :, None]
+    index = ops.cast(ops.round(ops.reshape(depth, (-1,))), "int32") + offset
+    return ops.one_hot(index, max_depth, dtype=dtype)[:, :, None]
 
 
 def can_push(depth, max_depth):
     """1.0 where the stack has a free slot (`depth < max_depth`), else 0.0."""
-    depth = tf.convert_to_tensor(depth)
-    return tf.cast(depth < max_depth - 0.5, depth.dtype)
+    depth = ops.convert_to_tensor(depth)
+    return ops.cast(depth < max_depth - 0.5, depth.dtype)
 
 
 def can_pop(depth):
     """1.0 where the stack holds a vector (`depth > 0`), else 0.0."""
-    depth = tf.convert_to_tensor(depth)
-    return tf.cast(depth > 0.5, depth.dtype)
+    depth = ops.convert_to_tensor(depth)
+    return ops.cast(depth > 0.5, depth.dtype)
 
 
 def push(stack, depth, value, where):
@@ -58,24 +59,24 @@ def push(stack, depth, value, where):
     Returns:
         `(stack, depth)` after the push.
     """
-    value = tf.convert_to_tensor(value)
-    stack = tf.cast(stack, value.dtype)
-    depth = tf.cast(depth, value.dtype)
-    where = tf.cast(where, value.dtype)
+    value = ops.convert_to_tensor(value)
+    stack = ops.cast(stack, value.dtype)
+    depth = ops.cast(depth, value.dtype)
+    where = ops.cast(where, value.dtype)
     units = value.shape[-1]
     slots = _slots(stack, units)
     max_depth = slots.shape[1]
     where = where * can_push(depth, max_depth)
     write = _slot_mask(depth, max_depth, value.dtype) * where[:, :, None]
     slots = slots * (1.0 - write) + write * value[:, None, :]
-    return tf.reshape(slots, tf.shape(stack)), depth + where
+    return ops.reshape(slots, (-1, stack.shape[-1])), depth + where
 
 
 def top(stack, depth, units):
     """The vector on top of the stack `(batch, units)` (zeros when empty)."""
     slots = _slots(stack, units)
     read = _slot_mask(depth, slots.shape[1], slots.dtype, offset=-1)
-    return tf.reduce_sum(read * slots, axis=1)
+    return ops.sum(read * slots, axis=1)
 
 
 def pop(stack, depth, where, units):
@@ -88,12 +89,12 @@ def pop(stack, depth, where, units):
         `(top, stack, depth)`: the top vector before the pop, and the stack
         and depth after it.
     """
-    stack = tf.convert_to_tensor(stack)
-    depth = tf.cast(depth, stack.dtype)
-    where = tf.cast(where, stack.dtype) * can_pop(depth)
+    stack = ops.convert_to_tensor(stack)
+    depth = ops.cast(depth, stack.dtype)
+    where = ops.cast(where, stack.dtype) * can_pop(depth)
     slots = _slots(stack, units)
     read = _slot_mask(depth, slots.shape[1], slots.dtype, offset=-1)
-    value = tf.reduce_sum(read * slots, axis=1)
+    value = ops.sum(read * slots, axis=1)
     slots = slots * (1.0 - read * where[:, :, None])
-    return value, tf.reshape(slots, tf.shape(stack)), depth - where
+    return value, ops.reshape(slots, (-1, stack.shape[-1])), depth - where
 

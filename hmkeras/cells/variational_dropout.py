@@ -9,16 +9,23 @@ however, is stepped by `keras.layers.RNN` one step at a time inside a
 `tf.while_loop`, and has no place of its own to do work "before the loop".
 
 `VariationalDropoutMixin` gives a cell that place. A sequence is *open*
-from `begin_sequence(first_step_input)` on; while it is open the cell's masks
-and constants are tensors computed once, captured by the loop body. Under
-`keras.layers.RNN` the cell opens one sequence per `RNN` call by itself (see
-"How a sequence opens" below), also inside `keras.layers.StackedRNNCells` and
-inside wrapper cells. When no sequence is open (the cell is called by hand)
-everything is computed per call instead: the results are the same for
-constants, while dropout masks are then drawn afresh at every call; stepping
-by hand between `begin_sequence(x)` and `end_sequence()` shares them. A
-wrapper cell forwards its sequence to the cell it wraps with the module
-functions `begin_sequence(cell, ...)` / `end_sequence(cell)`.
+from `begin_sequence(first_step_input)` to `end_sequence()`; while it is
+open the cell's masks and constants are tensors computed once, which the
+loop body captures. Whoever runs the loop opens it: the library's sequence
+layers (`HMLSTM`, `HMRNN`, `MultiplicativeLSTM`) and `hmkeras.RNN` (a
+`keras.layers.RNN` that opens the sequences of the cells it steps, also
+inside `keras.layers.StackedRNNCells` and wrapper cells) do so around
+their time loop; a loop of one's own (`keras.ops.scan`, a Python loop)
+calls `begin_sequence` before its first step and `end_sequence` after its
+last. A wrapper cell forwards its sequence to the cell it wraps with the
+module functions `begin_sequence(cell, ...)` / `end_sequence(cell)`.
+
+With no sequence open (the cell stepped by Keras' own `keras.layers.RNN`,
+or by hand) the constants are computed at every step (the same values),
+and a dropout mask cannot be per sequence: a step that would draw one
+(`training=True` and a rate above 0) raises a `ValueError` that names the
+rate and says how to open a sequence, rather than drawing a new mask at
+every step.
 
 API for a cell (a `keras.layers.Layer` with a `units` attribute):
 
@@ -41,6 +48,7 @@ API for a cell (a `keras.layers.Layer` with a `units` attribute):
 Example (runnable):
 
 ```python
+import hmkeras
 import keras
 import numpy as np
 from keras import ops
@@ -61,7 +69,7 @@ class TinyRNNCell(VariationalDropoutMixin, keras.layers.Layer):
         self.recurrent_kernel = self.add_weight(shape=(self.units, self.units))
 
     def build_sequence_constants(self, step_input):
-        # Done once per sequence under keras.layers.RNN.
+        # Done once per sequence under hmkeras.RNN (every step without one).
         return {"kernel": ops.cast(self.kernel, self.compute_dtype)}
 
     def call(self, inputs, states, training=False):
@@ -78,49 +86,37 @@ class TinyRNNCell(VariationalDropoutMixin, keras.layers.Layer):
         return h, [h]
 
 
-layer = keras.layers.RNN(TinyRNNCell(8, dropout=0.2, recurrent_dropout=0.2))
+layer = hmkeras.RNN(TinyRNNCell(8, dropout=0.2, recurrent_dropout=0.2))
 y = layer(np.ones((2, 5, 3), "float32"), training=True)
 ```
 
-How a sequence opens
---------------------
-`keras.layers.RNN` has no public call that tells a cell "a sequence starts",
-so the cell recognises its sequence itself, with public API only: a
-sequence belongs to one run of `keras.layers.RNN.call`, the innermost one on
-the Python call stack when the cell is called (`rnn_call_in_progress`). The
-first query of a run (`input_dropout_mask`, `recurrent_dropout_mask` or
-`sequence_constants`, which the cells make at the start of every step, and
-a sequence layer's `project_sequence` before its loop) opens the run's
-sequence with `begin_sequence(step_input)`; every later step of the same
-run finds it open. Keras' loop runs one step in the graph of the call
-before the loop, to learn the output shape, so the masks are drawn there
-and the loop body captures them; eagerly, or with `unroll=True`, every
-step runs in that same call. Masks are therefore drawn and constants made
-once per `RNN` call (a new call, e.g. the next batch, draws new masks),
-eagerly, in a `tf.function` and under XLA. The open sequence remembers the
-`RNN` call it belongs to (its frame object, held until the next sequence or
-`end_sequence()` replaces it); outside any `RNN` call only a sequence opened
-by hand is used, and only from the graph it was opened in (or graphs nested
-in it).
+Why the loop opens the sequence
+-------------------------------
+`keras.layers.RNN` tells only Keras' own dropout cells (through a class
+that is not public API) that a sequence starts, and under JAX it steps
+the cell inside `lax.scan`, where a cell cannot draw random numbers that
+outlive the step. The masks are therefore drawn where the loop is set up,
+outside the scan or `tf.while_loop`, on every backend: once per call of
+the sequence layer or `hmkeras.RNN` (a new call, e.g. the next batch,
+draws new masks), eagerly, in a `tf.function`, under XLA and under
+`jax.jit`.
 """
 
 import collections
-import inspect
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from hmkeras.argument_checks import check_int
 from hmkeras.argument_checks import check_rate
 
 _Sequence = collections.namedtuple(
-    "_Sequence", ["input_mask", "recurrent_mask", "constants", "graph", "rnn_call"]
+    "_Sequence", ["input_mask", "recurrent_mask", "constants"]
 )
 
 
 class _SequenceSlot:
-    """Holds the open sequence, out of sight of Keras/TF attribute tracking."""
+    """Holds the open sequence, out of sight of Keras' attribute tracking."""
 
     __slots__ = ("sequence",)
 
@@ -128,42 +124,15 @@ class _SequenceSlot:
         self.sequence = None
 
 
-def rnn_call_in_progress():
-    """The frame of the innermost `keras.layers.RNN.call` running, or None.
-
-    Subclasses that call `super().call` (the sequence layers, Keras' `LSTM`)
-    run it too. Identifies the sequence a cell is being stepped through.
-    """
-    frame = inspect.currentframe()
-    while frame is not None:
-        if frame.f_code is keras.layers.RNN.call.__code__:
-            return frame
-        frame = frame.f_back
-    return None
-
-
-def _current_graph():
-    """The graph being built, or None when executing eagerly."""
-    if tf.executing_eagerly():
-        return None
-    return tf.compat.v1.get_default_graph()
-
-
-def _reachable(owner_graph):
-    """Whether tensors of `owner_graph` may be used from the current context.
-
-    True in the graph itself and in graphs nested in it (a while-loop body, a
-    cond branch), which capture them. Guards against tensors left over by a
-    sequence of another trace (e.g. after an exception in a traced call).
-    """
-    graph = _current_graph()
-    if owner_graph is None:
-        return graph is None
-    while graph is not None:
-        if graph is owner_graph:
-            return True
-        graph = getattr(graph, "outer_graph", None)
-    return False
+def _no_sequence_error(cell, argument, rate):
+    return ValueError(
+        f"{type(cell).__name__} `{argument}={rate}` draws one mask per "
+        "sequence, and no sequence is open: run the cell with hmkeras.RNN "
+        "(keras.layers.RNN that opens its cells' sequences) or a sequence "
+        "layer (HMLSTM, HMRNN, MultiplicativeLSTM), or call "
+        "cell.begin_sequence(first_step_input) before a loop of your own "
+        "and cell.end_sequence() after it."
+    )
 
 
 class VariationalDropoutMixin:
@@ -216,15 +185,8 @@ class VariationalDropoutMixin:
 
     @property
     def in_sequence(self):
-        """Whether a sequence is open and usable from the current context."""
-        return self._usable(self._vd_slot.sequence)
-
-    @property
-    def sequence_graph(self):
-        """The graph the open sequence was opened in (None: eager, or none
-        open)."""
-        sequence = self._vd_slot.sequence
-        return sequence.graph if self._usable(sequence) else None
+        """Whether a sequence is open."""
+        return self._vd_slot.sequence is not None
 
     def begin_sequence(self, step_input):
         """Draws this sequence's masks and computes its constants.
@@ -238,53 +200,36 @@ class VariationalDropoutMixin:
             input_mask=self._draw_input_mask(step_input),
             recurrent_mask=self._draw_recurrent_mask(step_input),
             constants=self.build_sequence_constants(step_input),
-            graph=_current_graph(),
-            rnn_call=rnn_call_in_progress(),
         )
 
     def end_sequence(self):
         """Forgets the open sequence's masks and constants."""
         self._vd_slot.sequence = None
 
-    def _usable(self, sequence):
-        return (
-            sequence is not None
-            and sequence.rnn_call is rnn_call_in_progress()
-            and _reachable(sequence.graph)
-        )
-
-    def _open_sequence(self, step_input):
-        """The usable open sequence; opens one for a new `RNN` call; None
-        when called outside any (and no sequence was opened by hand)."""
-        if not self.in_sequence:
-            if rnn_call_in_progress() is None:
-                return None
-            self.begin_sequence(step_input)
-        return self._vd_slot.sequence
-
     # -- Used by `call` ----------------------------------------------------
 
     def input_dropout_mask(self, inputs, training=None):
-        """The mask for the step input, or None (inference or rate 0)."""
-        sequence = self._open_sequence(inputs)
+        """The open sequence's mask for the step input, or None (inference
+        or rate 0); a ValueError when a mask is due and no sequence is open."""
+        del inputs
         if not training or not self.dropout:
             return None
-        if sequence is not None:
-            return sequence.input_mask
-        return self._draw_input_mask(inputs)
+        if self._vd_slot.sequence is None:
+            raise _no_sequence_error(self, "dropout", self.dropout)
+        return self._vd_slot.sequence.input_mask
 
     def recurrent_dropout_mask(self, inputs, training=None):
-        """The mask(s) for the recurrent state, or None."""
-        sequence = self._open_sequence(inputs)
+        """The open sequence's mask(s) for the recurrent state, or None."""
+        del inputs
         if not training or not self.recurrent_dropout:
             return None
-        if sequence is not None:
-            return sequence.recurrent_mask
-        return self._draw_recurrent_mask(inputs)
+        if self._vd_slot.sequence is None:
+            raise _no_sequence_error(self, "recurrent_dropout", self.recurrent_dropout)
+        return self._vd_slot.sequence.recurrent_mask
 
     def sequence_constants(self, inputs):
         """The per-sequence constants (computed now if no sequence is open)."""
-        sequence = self._open_sequence(inputs)
+        sequence = self._vd_slot.sequence
         if sequence is not None:
             return sequence.constants
         return self.build_sequence_constants(inputs)
@@ -315,29 +260,7 @@ class VariationalDropoutMixin:
         return self._draw_mask(batch_size, sizes, self.recurrent_dropout)
 
 
-class SequenceFollower:
-    """Tells a wrapper cell when a new `keras.layers.RNN` call steps it.
-
-    For a wrapper without masks of its own: `starts_sequence()` is True at
-    its first step of every `RNN` call (see "How a sequence opens"), when
-    it forwards `begin_sequence(wrapped_cell, ...)`.
-    """
-
-    __slots__ = ("_rnn_call",)
-
-    def __init__(self):
-        self._rnn_call = None
-
-    def starts_sequence(self):
-        """Whether this is the first step of a new `RNN` call."""
-        rnn_call = rnn_call_in_progress()
-        if rnn_call is None or rnn_call is self._rnn_call:
-            return False
-        self._rnn_call = rnn_call
-        return True
-
-
-def _caches_keras_masks(cell):
+def caches_keras_masks(cell):
     """Whether `cell` is one of Keras' dropout cells (`LSTMCell`, `GRUCell`,
     `SimpleRNNCell`), which cache their masks until told to reset them."""
     return all(
@@ -361,7 +284,7 @@ def begin_sequence(cell, step_input, states=None):
     """
     if callable(getattr(cell, "begin_sequence", None)):
         cell.begin_sequence(step_input)
-    elif _caches_keras_masks(cell):
+    elif caches_keras_masks(cell):
         if states is None:
             raise ValueError(
                 f"begin_sequence: `states` is needed to prepare the dropout "
@@ -377,6 +300,6 @@ def end_sequence(cell):
     """Closes the sequence opened by `begin_sequence(cell, ...)`."""
     if callable(getattr(cell, "end_sequence", None)):
         cell.end_sequence()
-    elif _caches_keras_masks(cell):
+    elif caches_keras_masks(cell):
         cell.reset_dropout_mask()
         cell.reset_recurrent_dropout_mask()

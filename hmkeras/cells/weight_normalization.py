@@ -15,7 +15,8 @@ computes.
 
 Inside a recurrent cell the normalized matrix only depends on the weights, so
 it is a *per-sequence constant*: `hmkeras.cells.variational_dropout` computes it once
-before the time loop of `keras.layers.RNN` rather than at every step.
+before the time loop of `hmkeras.RNN` (or of a sequence layer such as
+`MultiplicativeLSTM`) rather than at every step.
 
 Examples:
 
@@ -74,7 +75,8 @@ def initializers(initializer):
         column norms of the value just drawn for `v`, so that
         `weight_normalize(v, g) == v` at initialisation. The gain does not
         read variable `v`, which would fail when a layer is first built
-        inside a traced `tf.function` (its variables are initialised later).
+        inside a traced function such as a `tf.function` (its variables are
+        initialised later).
     """
     drawn = {}
 

@@ -50,6 +50,10 @@ Examples:
     True
 """
 
+from hmkeras import tensorflow_features
+
+tensorflow_features.require_tensorflow("hmkeras.data")
+
 from hmkeras.data.brent import Brent
 from hmkeras.data.brent import BrentConfig
 from hmkeras.data.char_stream_builder import CharStreamBuilder

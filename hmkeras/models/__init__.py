@@ -22,6 +22,10 @@
   log p(next word) as the reward.
 """
 
+from hmkeras import tensorflow_features
+
+tensorflow_features.require_tensorflow("hmkeras.models")
+
 from hmkeras.models.char_language_model import CharLanguageModel
 from hmkeras.models.char_language_model import CharLanguageModelConfig
 from hmkeras.models.expression_model import ExpressionModel

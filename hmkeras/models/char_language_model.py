@@ -16,7 +16,7 @@ with the cell chosen by name (`CELLS`):
 The recurrent layer is the cell's sequence layer (`hmkeras.HMLSTM`,
 `hmkeras.HMRNN`, `hmkeras.MultiplicativeLSTM`, `keras.layers.LSTM`), which
 computes the bottom layer's input projection of all steps before the time
-loop, or, with `sequence_layer=False`, `keras.layers.RNN(cell)`: the same
+loop, or, with `sequence_layer=False`, `hmkeras.RNN(cell)`: the same
 numbers up to rounding, but Keras' weight files name the layers by class,
 so a model saves and loads the weights of its own kind only.
 
@@ -58,6 +58,7 @@ import json
 import keras
 import numpy as np
 
+from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.boundary_placement import FORMS as PLACEMENT_FORMS
 from hmkeras.cells.boundary_placement import BoundaryPlacement
@@ -165,7 +166,7 @@ class CharLanguageModelConfig(JsonConfig):
         seed: Seed of the initializers (None: random).
         sequence_layer: Build the cell's sequence layer (`HMLSTM`, `HMRNN`,
             `MultiplicativeLSTM`, `keras.layers.LSTM`; faster) rather than
-            `keras.layers.RNN(cell)`. Same numbers up to rounding; the
+            `hmkeras.RNN(cell)`. Same numbers up to rounding; the
             weight files of the two kinds differ (Keras names layers by
             class).
 
@@ -223,12 +224,12 @@ def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,
 
     `layer_class(*args, **kwargs)` (a sequence layer that owns its cell),
     or with `sequence_layer=False`
-    `keras.layers.RNN(cell_class(*args, name=cell_name, **kwargs))`.
+    `hmkeras.RNN(cell_class(*args, name=cell_name, **kwargs))`.
     """
     options = dict(return_sequences=True, return_state=True, name=name)
     if sequence_layer:
         return layer_class(*args, **kwargs, **options)
-    return keras.layers.RNN(cell_class(*args, name=cell_name, **kwargs), **options)
+    return RNN(cell_class(*args, name=cell_name, **kwargs), **options)
 
 
 class CharLanguageModel:
@@ -249,7 +250,7 @@ class CharLanguageModel:
         state_sizes: The size of every state tensor, in input order.
         layer_sizes: Per-layer hidden sizes, bottom first.
         hierarchical_cell: The `HMLSTMCell` / `HMRNNCell` (the `cell` of the
-            `HMLSTM` / `HMRNN` layer, or of `RNN(cell)`), or None.
+            `HMLSTM` / `HMRNN` layer, or of `hmkeras.RNN(cell)`), or None.
 
     Examples:
 
@@ -312,7 +313,7 @@ class CharLanguageModel:
         """`(rnn_layers, layer_sizes)`: the recurrent layers, bottom first.
 
         Every layer returns its sequence and states; it is the cell's
-        sequence layer or, with `sequence_layer=False`, `RNN(cell)`
+        sequence layer or, with `sequence_layer=False`, `hmkeras.RNN(cell)`
         (`recurrent_layer`). Their cells are `layer.cell`, made from
         `cell_options` and the model's own arguments (`MODEL_ARGUMENTS`).
         """

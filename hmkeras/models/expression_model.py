@@ -48,6 +48,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import MEMORIES
 from hmkeras.cells.recurrent_recursive_cell import RECUR
@@ -224,7 +225,7 @@ class ExpressionModel(keras.Model):
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
                 operations_per_token=self.operations_per_token, memory=self.memory,
                 seed=self.seed)
-            self.encoder = keras.layers.RNN(self.cell, return_sequences=True,
+            self.encoder = RNN(self.cell, return_sequences=True,
                                             return_state=True, name="encoder")
         if encoder == "rrnet_random":
             # One fixed operation per symbol; padding (0) recurs.

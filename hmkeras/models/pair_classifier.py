@@ -42,6 +42,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
@@ -110,7 +111,7 @@ class PairClassifier(keras.Model):
         else:
             self.cell = RecurrentRecursiveCell(units, max_depth, mode="fixed",
                                                seed=self.seed)
-            self.encoder = keras.layers.RNN(self.cell, return_state=True, name="encoder")
+            self.encoder = RNN(self.cell, return_state=True, name="encoder")
         if encoder == "rrnet_random":
             # One fixed operation per token id; padding (0) recurs.
             table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)

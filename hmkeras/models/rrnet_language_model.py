@@ -5,7 +5,7 @@ the Penn Treebank, one recurrent layer of 350 units (test perplexity 107.28
 there, against 113.4 for an LSTM baseline).  The network:
 
     tokens -> tied embedding -> dropout
-           -> RNN(RecurrentRecursiveCell(mode="reinforce")) -> dropout
+           -> hmkeras.RNN(RecurrentRecursiveCell(mode="reinforce")) -> dropout
            [-> projection] -> tied softmax
 
 The cell picks one operation (split, merge, recur) per word from its policy
@@ -57,6 +57,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
@@ -195,7 +196,7 @@ class RecurrentRecursiveLanguageModel(keras.Model):
         self.cell = RecurrentRecursiveCell(
             c.units, c.max_depth, mode="reinforce",
             operations_per_token=c.operations_per_token, seed=seed, name="rrnet_cell")
-        self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
+        self.rnn = RNN(self.cell, return_sequences=True, name="rnn")
         self.input_dropout = keras.layers.Dropout(c.dropout, seed=seed)
         self.output_dropout = keras.layers.Dropout(
             c.dropout, seed=None if seed is None else seed + 1)

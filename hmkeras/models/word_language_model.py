@@ -21,8 +21,8 @@ averaging, Sections 5-6):
 * the recurrent layers: by default (``sequence_layer=True``) the cells'
   sequence layers (`keras.layers.LSTM`, `hmkeras.MultiplicativeLSTM`,
   `hmkeras.HMLSTM`), faster, except the wrapped top layer, which is
-  ``keras.layers.RNN(wrapper)`` (a wrapper is a cell); with
-  ``sequence_layer=False`` every layer is ``keras.layers.RNN(cell)``;
+  ``hmkeras.RNN(wrapper)`` (a wrapper is a cell); with
+  ``sequence_layer=False`` every layer is ``hmkeras.RNN(cell)``;
 * dropout (`dropout`, 0.5 in the paper) on the non-recurrent connections
   only: the embedding output, between the layers and before the softmax;
 * tied embeddings (Press & Wolf; Section 6.1): the softmax weight `W_s` of
@@ -80,6 +80,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import check_prior_fields
 from hmkeras.cells.boundary_prior import prior_for
@@ -135,8 +136,8 @@ class WordLanguageModelConfig(JsonConfig):
             ``"hmlstm"`` only.
         seed: Seed of the initializers (None: random).
         sequence_layer: The unwrapped layers are the cells' sequence
-            layers (True; faster) rather than `keras.layers.RNN(cell)`;
-            the wrapped top layer is always `RNN(wrapper)`. Same numbers
+            layers (True; faster) rather than `hmkeras.RNN(cell)`;
+            the wrapped top layer is always `hmkeras.RNN(wrapper)`. Same numbers
             up to rounding; the weight files of the two kinds differ.
 
     Examples:
@@ -278,7 +279,7 @@ class WordLanguageModel:
             cell = cell_class(*args, name=cell_name, **kwargs)
             if top:
                 cell = self._wrap(cell)
-            layers.append(keras.layers.RNN(cell, return_sequences=True, name=name))
+            layers.append(RNN(cell, return_sequences=True, name=name))
         return layers
 
     def _wrap(self, cell):

@@ -24,14 +24,21 @@
   strict-JSON results; `RunClock`).
 """
 
+from hmkeras import tensorflow_features
 from hmkeras.training.boundary_monitor import BoundaryCollapseWarning
 from hmkeras.training.boundary_monitor import BoundaryMonitor
-from hmkeras.training.handwriting_step_export import export_handwriting_step_model
-from hmkeras.training.handwriting_training import HandwritingTrainer
 from hmkeras.training.slope_annealing import SlopeAnnealing
-from hmkeras.training.stateful_training import TruncatedBPTTModel
-from hmkeras.training.step_export import export_step_model
 from hmkeras.training.training_state import TrainingCheckpoint
+
+if tensorflow_features.available():
+    from hmkeras.training.handwriting_step_export import export_handwriting_step_model
+    from hmkeras.training.handwriting_training import HandwritingTrainer
+    from hmkeras.training.stateful_training import TruncatedBPTTModel
+    from hmkeras.training.step_export import export_step_model
+else:
+    __getattr__ = tensorflow_features.missing_names(__name__, (
+        "export_handwriting_step_model", "HandwritingTrainer", "TruncatedBPTTModel",
+        "export_step_model"))
 
 __all__ = [
     "BoundaryCollapseWarning",

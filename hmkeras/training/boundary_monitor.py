@@ -172,10 +172,10 @@ class BoundaryMonitor(keras.callbacks.Callback):
         self._checked_step = None  # the step of the latest check
         self._probes = None  # built lazily, when the logs carry no rates
 
-    def _build_probes(self):
+    def _build_probes(self, model):
         """`[(prefix, cell, probe_model)]` for every hierarchical RNN."""
         rnns = [
-            layer for layer in self.model._flatten_layers(include_self=False)
+            layer for layer in model._flatten_layers(include_self=False)
             if isinstance(layer, keras.layers.RNN) and find_hierarchical_cells(layer)
         ]
         if not rnns:
@@ -189,7 +189,7 @@ class BoundaryMonitor(keras.callbacks.Callback):
                 "unless the model's train_step logs z_rate_1, z_rate_2, ..."
             )
         try:
-            inputs = self.model.inputs
+            inputs = model.inputs
         except (AttributeError, ValueError):
             inputs = None
         if not inputs:
@@ -215,8 +215,11 @@ class BoundaryMonitor(keras.callbacks.Callback):
             finite = math.isfinite(float(logs.get("loss", 0.0)))
             return {k: float(v) if finite else math.nan
                     for k, v in logs.items() if k.startswith("z_rate_")}
+        # Reading `self.model` brings the trained weights back to the model
+        # under JAX, where `fit` keeps them apart during an epoch.
+        model = self.model
         if self._probes is None:
-            self._probes = self._build_probes()
+            self._probes = self._build_probes(model)
         rates = {}
         for prefix, cell, wrappers, probe_model in self._probes:
             outputs = probe_model(self.probe, training=False)

@@ -32,7 +32,7 @@ def state_name(index):
 class _StepModule(tf.Module):
     """The traceable object that `export_step_model` saves."""
 
-    def __init__(self, language_model, vocabulary):
+    def __init__(self, language_model, vocabulary, count_updates=False):
         super().__init__(name="char_lm_step")
         self.network = language_model.network
         self.variables_list = list(language_model.network.variables)
@@ -43,6 +43,12 @@ class _StepModule(tf.Module):
         num_states = len(sizes)
         network = self.network
 
+        if count_updates:
+            layers = language_model.hierarchical_cell.num_layers
+            self.update_counts = [
+                tf.Variable(tf.zeros((layers,), tf.int64), trainable=False, name=name)
+                for name in ("executed_updates", "skipped_updates")
+            ]
         token_spec = tf.TensorSpec([None], tf.int32, name="token_ids")
         state_specs = [
             tf.TensorSpec([None, size], tf.float32, name=state_name(i))
@@ -60,6 +66,11 @@ class _StepModule(tf.Module):
                 out[state_name(i)] = value
             if hierarchical:
                 out["boundaries"] = language_model.boundaries(rnn_outputs)[:, 0]
+            if count_updates:  # z_{t-1} is the last state entry
+                skipped = sparse_update.skipped_layers(out["boundaries"], state[-1])
+                skipped = tf.cast(skipped, tf.int64)
+                self.update_counts[0].assign_add(1 - skipped)
+                self.update_counts[1].assign_add(skipped)
             return out
 
         @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name="batch_size")])
@@ -127,12 +138,7 @@ def export_step_model(language_model, vocabulary, path, sparse_updates=False):
             f"Received: cell={language_model.config.cell!r}"
         )
     with sparse_update.sparse_updates(language_model.network, enabled=sparse_updates):
-        module = _StepModule(language_model, vocabulary)
-        if sparse_updates:
-            # Saved from zero (this zeroes the model's own counts too).
-            sparse_update.reset_statistics(language_model.network)
-            counter = language_model.hierarchical_cell._sparse_counter
-            module.update_counts = list(counter.variables)
+        module = _StepModule(language_model, vocabulary, count_updates=sparse_updates)
         _save(module, path)
     return path
 

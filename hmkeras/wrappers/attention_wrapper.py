@@ -7,7 +7,7 @@ filled slots and a weighted sum as the context.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.wrappers.cell_wrapper import CellWrapper
@@ -107,9 +107,10 @@ class AttentionWrapper(CellWrapper):
         ...                            return_attention=True)
         >>> y = keras.layers.RNN(wrapper, return_sequences=True)(np.ones((1, 5, 2), "float32"))
         >>> weights = wrapper.split_outputs(y).attention  # (1, 5, 3), oldest slot first
-        >>> np.round(weights[0, :, :].numpy().sum(axis=-1), 5).tolist()
+        >>> weights = keras.ops.convert_to_numpy(weights)
+        >>> np.round(weights[0, :, :].sum(axis=-1), 5).tolist()
         [0.0, 1.0, 1.0, 1.0, 1.0]
-        >>> weights[0, 1, :2].numpy().tolist()  # one state stored at step 2
+        >>> weights[0, 1, :2].tolist()  # one state stored at step 2
         [0.0, 0.0]
     """
 
@@ -177,28 +178,31 @@ class AttentionWrapper(CellWrapper):
     def _memory_step(self, h, memory_states, keep):
         values, keys, fill = memory_states
         m = self.memory_size
-        h = tf.cast(h, values.dtype)
+        h = ops.cast(h, values.dtype)
         size = self.remembered_size
-        stored = tf.reshape(values, (-1, m, size))
+        stored = ops.reshape(values, (-1, m, size))
         # Slot j (oldest first) holds a state iff j >= M - fill.
-        slots = tf.cast(tf.range(m), fill.dtype)[None, :]
-        filled = slots >= float(m) - fill  # (batch, M)
+        slots = ops.cast(ops.arange(m), fill.dtype)[None, :]
+        filled = ops.greater_equal(slots, float(m) - fill)  # (batch, M)
         if self.score == "combined":
-            stored_keys = tf.reshape(keys, (-1, m, self._attention_size))
-            query = tf.matmul(h, self.query_kernel)  # W_2 h_t
-            hidden = tf.tanh(stored_keys + query[:, None, :])  # tanh(W_1 h_i + W_2 h_t)
-            scores = tf.squeeze(tf.matmul(hidden, self.score_vector), -1)  # v^T ...
+            stored_keys = ops.reshape(keys, (-1, m, self._attention_size))
+            query = ops.matmul(h, self.query_kernel)  # W_2 h_t
+            hidden = ops.tanh(stored_keys + query[:, None, :])  # tanh(W_1 h_i + W_2 h_t)
+            # v^T ...: a batched product with v as a (1, a, 1) batch, the
+            # batched matmul of (batch, M, a) by (a, 1) (not a reshape to 2D).
+            score_vector = ops.expand_dims(self.score_vector, 0)
+            scores = ops.squeeze(ops.matmul(hidden, score_vector), -1)
         else:
             scores = keys  # v^T tanh(W h_i), computed when h_i was stored
         weights = _masked_softmax(scores, filled)
-        context = tf.reduce_sum(weights[:, :, None] * stored, axis=1)  # c_t = sum a_i h_i
+        context = ops.sum(weights[:, :, None] * stored, axis=1)  # c_t = sum a_i h_i
         # Store h_t (and its key or score) in the newest slot.
-        new_key = tf.matmul(h, self.key_kernel)  # W h_t (W_1 h_t)
+        new_key = ops.matmul(h, self.key_kernel)  # W h_t (W_1 h_t)
         if self.score == "single":
-            new_key = tf.matmul(tf.tanh(new_key), self.score_vector)  # v^T tanh(W h_t)
-        values = tf.concat([values[:, size:], h], axis=-1)
-        keys = tf.concat([keys[:, new_key.shape[-1]:], new_key], axis=-1)
-        fill = tf.minimum(fill + 1.0, float(m))
+            new_key = ops.matmul(ops.tanh(new_key), self.score_vector)  # v^T tanh(W h_t)
+        values = ops.concatenate([values[:, size:], h], axis=-1)
+        keys = ops.concatenate([keys[:, new_key.shape[-1]:], new_key], axis=-1)
+        fill = ops.minimum(fill + 1.0, float(m))
         if keep is not None:  # a sentence ends here: the memory empties
             values, keys, fill = values * keep, keys * keep, fill * keep
         return context, [values, keys, fill], weights
@@ -219,11 +223,11 @@ def _masked_softmax(scores, filled):
     Empty slots get exactly 0 and no gradient; no NaN or infinity appears
     (not even in gradients) when a row has no filled slot.
     """
-    lowest = tf.reduce_min(scores, axis=-1, keepdims=True)
-    shift = tf.stop_gradient(
-        tf.reduce_max(tf.where(filled, scores, lowest), axis=-1, keepdims=True)
+    lowest = ops.min(scores, axis=-1, keepdims=True)
+    shift = ops.stop_gradient(
+        ops.max(ops.where(filled, scores, lowest), axis=-1, keepdims=True)
     )
-    safe = tf.where(filled, scores, shift)
-    exponentials = tf.where(filled, tf.exp(safe - shift), 0.0)
-    total = tf.reduce_sum(exponentials, axis=-1, keepdims=True)
-    return exponentials / tf.where(total > 0.0, total, 1.0)
+    safe = ops.where(filled, scores, shift)
+    exponentials = ops.where(filled, ops.exp(safe - shift), 0.0)
+    total = ops.sum(exponentials, axis=-1, keepdims=True)
+    return exponentials / ops.where(ops.greater(total, 0.0), total, 1.0)

@@ -1,7 +1,7 @@
 """`AveragingWrapper`: persistence averaging over any RNN cell (Salton & Kelleher 2018)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.wrappers.cell_wrapper import CellWrapper
@@ -115,7 +115,7 @@ class AveragingWrapper(CellWrapper):
 
     def _memory_step(self, h, memory_states, keep):
         total, count = memory_states
-        h = tf.cast(h, total.dtype)
+        h = ops.cast(h, total.dtype)
         if self.include_current:
             context = (total + h) / (count + 2.0)  # mean of h_0 ... h_t
         else:

@@ -69,7 +69,7 @@ Examples:
 import collections
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.cells import variational_dropout
@@ -138,7 +138,7 @@ def remembered_state(cell, output, layers):
         hiddens, _ = cell.split_outputs(output)
         if layers == "top":
             return hiddens[-1]
-        return tf.concat(hiddens, axis=-1)
+        return ops.concatenate(hiddens, axis=-1)
     return output
 
 
@@ -198,7 +198,7 @@ class CellWrapper(keras.layers.Layer):
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
         self.remembered_size = remembered_size(cell, self.hierarchy_layers)
         self.output_units = self.units or self.remembered_size
-        self._sequences = variational_dropout.SequenceFollower()
+        self._sequence_open = False
 
     # ------------------------------------------------------------------
     @property
@@ -266,10 +266,9 @@ class CellWrapper(keras.layers.Layer):
 
     # ------------------------------------------------------------------
     # Per-sequence masks and constants of the wrapped cell (see
-    # `hmkeras.cells.variational_dropout`): the wrapper opens the wrapped
-    # cell's sequence at its first step of every `keras.layers.RNN` call,
-    # or when stepped by hand, at `begin_sequence`.  The wrapper has no
-    # dropout of its own.
+    # `hmkeras.cells.variational_dropout`): `hmkeras.RNN` opens the
+    # wrapper's sequence before its loop, and the wrapper opens the wrapped
+    # cell's.  The wrapper has no dropout of its own.
     # ------------------------------------------------------------------
     def _cell_inputs(self, step_input):
         if self.has_reset_column:
@@ -286,10 +285,31 @@ class CellWrapper(keras.layers.Layer):
         variational_dropout.begin_sequence(
             self.cell, self._cell_inputs(step_input), [first_state]
         )
+        self._sequence_open = True
 
     def end_sequence(self):
         """Closes the wrapped cell's sequence."""
         variational_dropout.end_sequence(self.cell)
+        self._sequence_open = False
+
+    def _check_keras_masks(self, training):
+        """Refuses to step a Keras dropout cell in training outside a
+        sequence: it would keep the masks of its first step for good."""
+        if not training or self._sequence_open:
+            return
+        if not variational_dropout.caches_keras_masks(self.cell):
+            return
+        for argument in ("dropout", "recurrent_dropout"):
+            rate = getattr(self.cell, argument, 0.0)
+            if rate:
+                raise ValueError(
+                    f"{type(self).__name__} wraps a {type(self.cell).__name__} with "
+                    f"`{argument}={rate}`, which draws one mask per sequence, and "
+                    "no sequence is open: run the wrapper with hmkeras.RNN "
+                    "(keras.layers.RNN that opens its cells' sequences), or call "
+                    "wrapper.begin_sequence(first_step_input) before a loop of "
+                    "your own and wrapper.end_sequence() after it."
+                )
 
     # ------------------------------------------------------------------
     def get_initial_state(self, batch_size=None):
@@ -315,8 +335,7 @@ class CellWrapper(keras.layers.Layer):
         # Integer features are refused, never cast (the wrapped cell may be
         # a Keras cell, which would take them silently).
         argument_checks.check_float_inputs(type(self).__name__, inputs)
-        if self._sequences.starts_sequence():
-            self.begin_sequence(inputs)
+        self._check_keras_masks(training)
         states = list(states) if isinstance(states, (list, tuple)) else [states]
         count = len(self._cell_state_sizes)
         cell_states, memory_states = states[:count], states[count:]
@@ -324,10 +343,10 @@ class CellWrapper(keras.layers.Layer):
         if self.has_reset_column:
             column = inputs[..., -1:]
             if self.reset_token_id is not None:
-                reset = tf.equal(column, tf.cast(self.reset_token_id, column.dtype))
+                reset = ops.equal(column, ops.cast(self.reset_token_id, column.dtype))
             else:
                 reset = column > 0.5
-            keep = 1.0 - tf.cast(reset, self.compute_dtype)
+            keep = 1.0 - ops.cast(reset, self.compute_dtype)
             inputs = inputs[..., :-1]
         cell_output, new_cell_states = self.cell(inputs, cell_states, training=training)
         if not isinstance(new_cell_states, (list, tuple)):
@@ -335,16 +354,16 @@ class CellWrapper(keras.layers.Layer):
         h = remembered_state(self.cell, cell_output, self.hierarchy_layers)
         context, new_memory, attention = self._memory_step(h, memory_states, keep)
         # The wrapped cell may compute in another dtype (its own `dtype`).
-        h = tf.cast(h, context.dtype)
+        h = ops.cast(h, context.dtype)
         # Salton & Kelleher Eq. (11): activation(W_c [h_t; c_t] + b).
-        output = tf.matmul(tf.concat([h, context], axis=-1), self.output_kernel)
+        output = ops.matmul(ops.concatenate([h, context], axis=-1), self.output_kernel)
         output = self.activation(output + self.output_bias)
         parts = [output]
         if self.return_cell_output:
-            parts.append(tf.cast(cell_output, output.dtype))
+            parts.append(ops.cast(cell_output, output.dtype))
         if self._returns_attention:
-            parts.append(tf.cast(attention, output.dtype))
-        output = parts[0] if len(parts) == 1 else tf.concat(parts, axis=-1)
+            parts.append(ops.cast(attention, output.dtype))
+        output = parts[0] if len(parts) == 1 else ops.concatenate(parts, axis=-1)
         return output, list(new_cell_states) + list(new_memory)
 
     # ------------------------------------------------------------------

@@ -4,13 +4,21 @@ loss in `model.losses`, serialization, and its pull on the boundary rate."""
 
 import math
 
+import backend_support
+import hm_reference
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import hmkeras
 from hm_fixtures import FEATURES, inputs, make_cell
+
+pytestmark = pytest.mark.every_backend
+
+# The relative tolerance of a float64 value against its NumPy reference;
+# float32 rounding where float64 arrays are float32 (JAX).
+REL = 1e-10 if backend_support.HAS_FLOAT64 else 1e-5
 
 
 def reference_binomial(z, lengths, mask=None):
@@ -43,15 +51,15 @@ def test_binomial_value_matches_the_reference():
     z = (rng.random((3, 12, 2)) < [0.6, 0.1]).astype("float64")
     prior = hmkeras.BoundaryPrior((4, 20), form="binomial")
     assert float(prior(hierarchical_outputs(z))) == pytest.approx(
-        reference_binomial(z, (4, 20)), rel=1e-10)
+        reference_binomial(z, (4, 20)), rel=REL)
     mask = rng.random((3, 12)) < 0.7
     assert float(prior(hierarchical_outputs(z), mask=mask)) == pytest.approx(
-        reference_binomial(z, (4, 20), mask), rel=1e-10)
+        reference_binomial(z, (4, 20), mask), rel=REL)
     # Fractional counts (soft boundaries) through lgamma, and the weight.
     soft = rng.random((2, 7, 2))
     scaled = hmkeras.BoundaryPrior((4, 20), form="binomial", weight=0.5)
     assert float(scaled(hierarchical_outputs(soft))) == pytest.approx(
-        0.5 * reference_binomial(soft, (4, 20)), rel=1e-10)
+        0.5 * reference_binomial(soft, (4, 20)), rel=REL)
 
 
 def test_binomial_is_smallest_near_the_target_count():
@@ -78,50 +86,76 @@ def test_rate_value_matches_the_reference():
 @pytest.mark.parametrize("form", ["binomial", "rate"])
 def test_gradient_with_respect_to_the_boundaries(form):
     # The prior as a function of (fractional) boundaries, differentiated by
-    # TensorFlow and by central differences in float64.
+    # the backend and by central differences in float64: of the prior
+    # itself, or where it computes in float32 (JAX) of its NumPy reference.
     rng = np.random.default_rng(2)
     outputs = hierarchical_outputs(rng.uniform(0.1, 0.9, size=(2, 6, 2)))
     prior = hmkeras.BoundaryPrior((3, 9), form=form)
-    tensor = tf.constant(outputs)
-    with tf.GradientTape() as tape:
-        tape.watch(tensor)
-        value = prior(tensor)
-    gradient = tape.gradient(value, tensor).numpy()
+    (gradient,) = backend_support.input_gradients(prior, outputs)
     assert np.all(gradient[..., :-2] == 0)  # only the boundary columns count
+    if backend_support.HAS_FLOAT64:
+        value, rel = (lambda o: float(prior(o))), 1e-6
+    elif form == "binomial":
+        value, rel = (lambda o: reference_binomial(o[..., -2:], (3, 9))), 1e-4
+    else:
+        value, rel = (lambda o: reference_rate(o[..., -2:], (3, 9), 5.0)), 1e-4
     for index in [(0, 0, -2), (1, 3, -1), (0, 5, -1), (1, 2, -2)]:
         numeric = []
         for sign in (1.0, -1.0):
             shifted = outputs.copy()
             shifted[index] += sign * 1e-6
-            numeric.append(float(prior(shifted)))
-        assert gradient[index] == pytest.approx((numeric[0] - numeric[1]) / 2e-6, rel=1e-6)
+            numeric.append(value(shifted))
+        assert gradient[index] == pytest.approx((numeric[0] - numeric[1]) / 2e-6, rel=rel)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("form", ["rate", "binomial"])
 def test_gradient_through_the_cell_matches_finite_differences(form):
     # In "soft" mode z = z~ = hard_sigm(s_z): the prior is a smooth function
-    # of the weights inside the linear region of hard_sigm.
+    # of the weights inside the linear region of hard_sigm.  The finite
+    # differences are the layer's in float64, or where it computes in
+    # float32 (JAX) those of the NumPy references (`hm_reference.hmlstm`,
+    # then the prior's) at the cell's weights.
     cell = make_cell(boundary_mode="soft", units=[4, 3, 3])
     rnn = keras.layers.RNN(cell, return_sequences=True, dtype="float64")
     x = inputs()
+    rnn.build(x.shape)
     prior = hmkeras.BoundaryPrior((3, 6), form=form)
     weight = next(w for w in cell.weights if w.name == "kernel_1")
-    with tf.GradientTape() as tape:
-        value = prior(rnn(x))
-    gradient = tape.gradient(value, weight.value).numpy()
-    original = weight.numpy()
+    _, _, (gradient,) = backend_support.variable_gradients(
+        rnn, [weight], lambda outputs, losses: prior(outputs), x)
+    original = ops.convert_to_numpy(weight)
     column = cell._columns_per_unit * cell.units[0]  # the boundary column of W_1
+    if backend_support.HAS_FLOAT64:
+        tolerance = dict(rel=1e-4, abs=1e-9)
+
+        def value(shifted):
+            weight.assign(shifted)
+            return float(prior(rnn(x)))
+    else:
+        # float32 gradients of 24 steps are off by up to 1% (on TensorFlow
+        # too, JAX's initial weights given): over 12 steps to 1e-3.
+        x = x[:, :12]
+        _, _, (gradient,) = backend_support.variable_gradients(
+            rnn, [weight], lambda outputs, losses: prior(outputs), x)
+        tolerance = dict(rel=1e-3, abs=1e-6)
+        values = hm_reference.cell_weights(cell)
+        reference_prior = reference_binomial if form == "binomial" else (
+            lambda z, lengths: reference_rate(z, lengths, 5.0))
+
+        def value(shifted):
+            z = hm_reference.hmlstm(x, dict(values, kernel_1=shifted), cell.units,
+                                    mode="soft")["outputs"][..., -2:]
+            return reference_prior(z, (3, 6))
     for row in range(FEATURES):
         numeric = []
         for sign in (1.0, -1.0):
-            shifted = original.copy()
+            shifted = original.astype("float64")
             shifted[row, column] += sign * 1e-6
-            weight.assign(shifted)
-            numeric.append(float(prior(rnn(x))))
+            numeric.append(value(shifted))
         weight.assign(original)
         finite_difference = (numeric[0] - numeric[1]) / 2e-6
-        assert gradient[row, column] == pytest.approx(finite_difference, rel=1e-4, abs=1e-9)
+        assert gradient[row, column] == pytest.approx(finite_difference, **tolerance)
     assert np.abs(gradient[:, column]).max() > 1e-4  # the prior does reach W
 
 
@@ -147,6 +181,15 @@ def test_sequence_layer_adds_the_prior_while_training(layer_class):
     assert papers.losses == [] and papers.boundary_prior is None
 
 
+# On JAX a masked sequence fails in the layer's time loop with
+# `zero_output_for_mask=False` (the default): Keras' JAX loop keeps a masked
+# step's output from `states[0]` (keras/src/backend/jax/rnn.py, "Assume the
+# first state is the previous output"), the hierarchical cells' `h^1`, not
+# their `[h | z]` output: refused on JAX with a clear error, which this mark
+# checks.
+@pytest.mark.xfail(backend_support.BACKEND == "jax", strict=True, raises=ValueError,
+                   reason="refused on JAX: a masked HMLSTM needs zero_output_for_mask=True "
+                          "(Keras' JAX loop takes states[0] for the previous output)")
 def test_sequence_layer_prior_skips_masked_steps():
     tokens = np.array([[3, 4, 5, 6, 0, 0], [1, 2, 3, 4, 5, 6]])
     embedding = keras.layers.Embedding(8, 4, mask_zero=True)
@@ -196,7 +239,7 @@ def test_pulls_the_rate_toward_its_target_in_fit(form):
             keras.layers.RNN(hmkeras.HMLSTMCell(8, boundary_bias=bias),
                              return_sequences=True, activity_regularizer=prior),
         ])
-        model.compile(keras.optimizers.Adam(0.02), loss=lambda y, p: 0.0 * tf.reduce_sum(p))
+        model.compile(keras.optimizers.Adam(0.02), loss=lambda y, p: 0.0 * ops.sum(p))
         before = float(np.mean(model(x)[..., -2]))
         model.fit(x, x, epochs=20, batch_size=64, verbose=0)
         return before, float(np.mean(model(x)[..., -2]))
@@ -248,14 +291,13 @@ def test_a_free_layer_has_no_term_and_no_gradient(form):
     free = hmkeras.BoundaryPrior((None, 15), form=form)
     held = hmkeras.BoundaryPrior((15,), form=form)  # reads the last column only
     assert free.target_rates == (None, 1.0 / 15)
-    tensor = tf.constant(hierarchical_outputs(z))
-    with tf.GradientTape() as tape:
-        tape.watch(tensor)
-        value = free(tensor)
-    assert float(value) == pytest.approx(float(held(tensor)), rel=1e-12)
+    outputs = hierarchical_outputs(z)
+    value = free(outputs)
+    assert float(value) == pytest.approx(float(held(outputs)),
+                                         rel=1e-12 if backend_support.HAS_FLOAT64 else 1e-6)
     if form == "rate":
-        assert float(value) == pytest.approx(reference_rate(z[..., 1:], (15,), 5.0), rel=1e-10)
-    gradient = tape.gradient(value, tensor).numpy()
+        assert float(value) == pytest.approx(reference_rate(z[..., 1:], (15,), 5.0), rel=REL)
+    (gradient,) = backend_support.input_gradients(free, outputs)
     assert np.all(gradient[..., -2] == 0.0) and np.any(gradient[..., -1] != 0.0)
     assert hmkeras.BoundaryPrior.from_config(free.get_config()).segment_lengths == (None, 15.0)
 

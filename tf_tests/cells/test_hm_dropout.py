@@ -7,17 +7,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import hm_reference
 import hmkeras
-from hm_fixtures import UNITS, inputs, make_cell
+from hm_fixtures import FLOAT64, UNITS, inputs, make_cell
+
+pytestmark = pytest.mark.every_backend
 
 
 def twin_without_dropout(cell, cls):
     twin = make_cell(cls)
     for target, source in zip(twin.weights, cell.weights):
-        target.assign(source.numpy())
+        target.assign(ops.convert_to_numpy(source))
     return twin
 
 
@@ -34,29 +36,30 @@ def test_dropout_is_off_at_inference(cls):
 def test_input_mask_is_one_per_sequence_and_matches_reference():
     cell = make_cell(dropout=0.5, seed=11)
     x = inputs()
-    cell.begin_sequence(tf.constant(x[:, 0]))
+    step = lambda t: ops.convert_to_tensor(x[:, t], cell.compute_dtype)  # noqa: E731
+    cell.begin_sequence(step(0))
     try:
-        mask = np.asarray(cell.input_dropout_mask(tf.constant(x[:, 0]), training=True))
+        mask = np.asarray(cell.input_dropout_mask(step(0), training=True))
         states = cell.get_initial_state(batch_size=x.shape[0])
         outputs = []
         for t in range(x.shape[1]):
-            again = np.asarray(cell.input_dropout_mask(tf.constant(x[:, t]), training=True))
+            again = np.asarray(cell.input_dropout_mask(step(t), training=True))
             np.testing.assert_array_equal(again, mask)  # constant across time
-            y, states = cell(tf.constant(x[:, t]), states, training=True)
+            y, states = cell(step(t), states, training=True)
             outputs.append(np.asarray(y))
     finally:
         cell.end_sequence()
     assert set(np.unique(mask)) == {0.0, 2.0}
     assert not np.all(mask == mask[0])  # rows differ
     ref = hm_reference.hmlstm(x * mask[:, None, :], hm_reference.cell_weights(cell), UNITS)
-    np.testing.assert_allclose(np.stack(outputs, 1), ref["outputs"], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(np.stack(outputs, 1), ref["outputs"], **FLOAT64)
 
 
 @pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell])
 def test_recurrent_dropout_keeps_copy_exact_and_changes_training_outputs(cls):
     cell = make_cell(cls, recurrent_dropout=0.5, seed=5)
     x = inputs()
-    rnn = keras.layers.RNN(cell, return_sequences=True, dtype="float64")
+    rnn = hmkeras.RNN(cell, return_sequences=True, dtype="float64")
     trained = np.asarray(rnn(x, training=True))
     plain = np.asarray(rnn(x, training=False))
     assert not np.allclose(trained, plain)

@@ -4,14 +4,18 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import backend_support
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import hm_reference
 import hmkeras
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
-from hm_fixtures import UNITS, check_gradients_against_reference, inputs, make_cell, run_rnn
+from hm_fixtures import (FLOAT64, UNITS, check_gradients_against_reference, inputs, make_cell,
+                         run_rnn)
+
+pytestmark = pytest.mark.every_backend
 
 
 CONFIGS = [dict(), dict(layer_norm=False), dict(top_down=False), dict(slope=3.0)]
@@ -22,6 +26,12 @@ CONFIGS = [dict(), dict(layer_norm=False), dict(top_down=False), dict(slope=3.0)
 def test_matches_numpy_reference(config, mode):
     cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, **config)
     x = inputs()
+    if not backend_support.HAS_FLOAT64:
+        # A float32 cell (JAX) follows the float64 reference over the first
+        # 12 steps only: with JAX's initial weights the soft default is
+        # chaotic after that (a 1e-7 relative change of the reference's
+        # weights moves its last steps by 2e-2), whatever the cell.
+        x = x[:, :12]
     outputs, states = run_rnn(cell, x)
     ref = hm_reference.hmrnn(
         x,
@@ -32,10 +42,12 @@ def test_matches_numpy_reference(config, mode):
         layer_norm_on=config.get("layer_norm", True),
         top_down=config.get("top_down", True),
     )
-    np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(outputs, ref["outputs"], **FLOAT64)
     for index in range(len(UNITS)):
-        np.testing.assert_allclose(states[index], ref["h"][index], rtol=1e-9, atol=1e-10)
-    np.testing.assert_allclose(states[-1], ref["z"], atol=0)
+        np.testing.assert_allclose(states[index], ref["h"][index], **FLOAT64)
+    # Step mode's decisions are exact; soft mode's are values like the others.
+    exact = mode == "step" or backend_support.HAS_FLOAT64
+    np.testing.assert_allclose(states[-1], ref["z"], **(dict(atol=0) if exact else FLOAT64))
     if mode == "step":
         ops = ref["ops"]
         assert {"flush", "update", "copy"} <= set(ops[:, :, 1].ravel())
@@ -49,7 +61,7 @@ def test_sample_mode_matches_reference_given_its_boundaries():
     boundaries = np.asarray(cell.split_outputs(outputs)[1])
     assert set(np.unique(boundaries)) == {0.0, 1.0}
     ref = hm_reference.hmrnn(x, hm_reference.cell_weights(cell), UNITS, boundaries=boundaries)
-    np.testing.assert_allclose(outputs, ref["outputs"], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(outputs, ref["outputs"], **FLOAT64)
 
 
 @pytest.mark.parametrize("mode, z_bias", [("step", 0.5), ("soft", 0.0)])
@@ -78,18 +90,20 @@ def test_copy_is_exact():
     copies = {"middle": 0, "top": 0}
     changes = {"middle": 0, "top": 0}
     for _ in range(20):
-        x = tf.constant(rng.normal(size=(8, 4)), tf.float64)
+        x = ops.convert_to_tensor(rng.normal(size=(8, 4)), "float64")
         _, new = cell(x, states)
-        z_now, z_prev = new[-1].numpy(), states[-1].numpy()
+        new = [ops.convert_to_numpy(s) for s in new]
+        states = [ops.convert_to_numpy(s) for s in states]
+        z_now, z_prev = new[-1], states[-1]
         copy_mid = (z_prev[:, 1] == 0) & (z_now[:, 0] == 0)
         copy_top = z_now[:, 1] == 0
-        assert np.array_equal(new[1].numpy()[copy_mid], states[1].numpy()[copy_mid])
-        assert np.array_equal(new[2].numpy()[copy_top], states[2].numpy()[copy_top])
+        assert np.array_equal(new[1][copy_mid], states[1][copy_mid])
+        assert np.array_equal(new[2][copy_top], states[2][copy_top])
         copies["middle"] += int(copy_mid.sum())
         copies["top"] += int(copy_top.sum())
         # The other rows were recomputed: they differ from the old state.
-        changes["middle"] += int(np.any(new[1].numpy()[~copy_mid] != states[1].numpy()[~copy_mid], axis=-1).sum())
-        changes["top"] += int(np.any(new[2].numpy()[~copy_top] != states[2].numpy()[~copy_top], axis=-1).sum())
+        changes["middle"] += int(np.any(new[1][~copy_mid] != states[1][~copy_mid], axis=-1).sum())
+        changes["top"] += int(np.any(new[2][~copy_top] != states[2][~copy_top], axis=-1).sum())
         states = new
     assert copies["middle"] >= 10 and copies["top"] >= 10, copies
     assert changes["middle"] >= 10 and changes["top"] >= 10, changes

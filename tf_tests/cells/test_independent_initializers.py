@@ -9,6 +9,8 @@ import pytest
 import hmkeras
 from hmkeras.cells.independent_initializers import independent_draw
 
+pytestmark = pytest.mark.every_backend
+
 
 def _random_matrices(cell):
     """The gate blocks and boundary columns of every random matrix."""

@@ -2,15 +2,18 @@
 
 import os
 
+import backend_support
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
+import hmkeras
 from hmkeras.cells import MultiplicativeLSTM
 from hmkeras.cells import weight_normalization
 from hmkeras.cells.multiplicative_lstm_cell import MLSTMCell
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+
+pytestmark = pytest.mark.every_backend
 
 BATCH, STEPS, FEATURES = 3, 5, 4
 
@@ -30,7 +33,7 @@ def _scope(cell):
 
 
 def _np(x):
-    return np.asarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.float64)
+    return np.asarray(keras.ops.convert_to_numpy(x), dtype=np.float64)
 
 
 def _sigmoid(x):
@@ -183,13 +186,77 @@ def _count_normalizations(monkeypatch):
     return calls
 
 
+def _rsqrt_counts(layer, x):
+    """`(outside, inside)`: how many reciprocal square roots the compiled
+    `layer(x)` has outside its time loop and inside the loop body.
+
+    TensorFlow: the ops of the `tf.function` graph (the layer first built
+    inside it) and of its while loop's body; JAX: the primitives of the
+    layer's jaxpr and of its `scan`'s body.
+    """
+    if backend_support.BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        graph_def = (
+            tf.function(layer)
+            .get_concrete_function(tf.TensorSpec(x.shape))
+            .graph.as_graph_def()
+        )
+        ops_of = lambda nodes: [node.op for node in nodes]  # noqa: E731
+        (while_node,) = [n for n in graph_def.node if n.op in ("While", "StatelessWhile")]
+        library = {f.signature.name: f for f in graph_def.library.function}
+        body = library[while_node.attr["body"].func.name]
+        return ops_of(graph_def.node).count("Rsqrt"), ops_of(body.node_def).count("Rsqrt")
+    import jax
+
+    layer(x)  # built
+    jaxpr = jax.make_jaxpr(
+        lambda trainable, non_trainable, inputs: layer.stateless_call(
+            trainable, non_trainable, inputs)[0]
+    )([v.value for v in layer.trainable_variables],
+      [v.value for v in layer.non_trainable_variables], x).jaxpr
+
+    def sub_jaxprs(eqn):
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if hasattr(item, "eqns"):  # a Jaxpr
+                    yield item
+                elif hasattr(getattr(item, "jaxpr", None), "eqns"):  # a ClosedJaxpr
+                    yield item.jaxpr
+
+    def count(jaxpr):
+        return sum(
+            (eqn.primitive.name == "rsqrt") + sum(count(j) for j in sub_jaxprs(eqn))
+            for eqn in jaxpr.eqns
+        )
+
+    def count_outside_scans(jaxpr):
+        return sum(
+            (eqn.primitive.name == "rsqrt")
+            + (0 if eqn.primitive.name == "scan"
+               else sum(count_outside_scans(j) for j in sub_jaxprs(eqn)))
+            for eqn in jaxpr.eqns
+        )
+
+    def scan_bodies(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "scan":
+                yield eqn.params["jaxpr"].jaxpr
+            else:
+                for j in sub_jaxprs(eqn):
+                    yield from scan_bodies(j)
+
+    (body,) = list(scan_bodies(jaxpr))
+    return count_outside_scans(jaxpr), count(body)
+
+
 @pytest.mark.parametrize("scope", ["recurrent", "all"])
 def test_weight_normalization_computed_once_per_sequence(monkeypatch, scope):
     calls = _count_normalizations(monkeypatch)
     counts = {}
     for steps in (2, 9):
-        layer = keras.layers.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
-        layer(_inputs(steps=steps))  # eager: the loop body runs once per step
+        layer = hmkeras.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
+        layer(_inputs(steps=steps))  # eager TF: the loop body runs once per step
         calls.clear()
         layer(_inputs(steps=steps), training=True)
         counts[steps] = len(calls)
@@ -197,20 +264,12 @@ def test_weight_normalization_computed_once_per_sequence(monkeypatch, scope):
     n = len(NORMALIZED[scope])
     assert counts == {2: n, 9: n}
 
-    # Traced graph (the layer first built inside tf.function): the loop body
+    # Traced (TF: the layer first built inside tf.function): the loop body
     # has no normalization in it; the function has it once per matrix.
-    layer = keras.layers.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
-    graph_def = (
-        tf.function(layer)
-        .get_concrete_function(tf.TensorSpec((2, 6, FEATURES)))
-        .graph.as_graph_def()
-    )
-    ops_of = lambda nodes: [node.op for node in nodes]  # noqa: E731
-    (while_node,) = [n for n in graph_def.node if n.op in ("While", "StatelessWhile")]
-    library = {f.signature.name: f for f in graph_def.library.function}
-    body = library[while_node.attr["body"].func.name]
-    assert "Rsqrt" not in ops_of(body.node_def)
-    assert ops_of(graph_def.node).count("Rsqrt") == n
+    layer = hmkeras.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
+    outside, inside = _rsqrt_counts(layer, _inputs(steps=6)[:2])
+    assert inside == 0
+    assert outside == n
     # Gains built that way also start at ||v||.
     cell = layer.cell
     for name in NORMALIZED[scope]:
@@ -236,13 +295,23 @@ def test_wrapped_cells_give_the_same_results():
     (hooks not forwarded: per-call fallback) the outputs are unchanged."""
     x = _inputs()
     cell = MultiplicativeLSTMCell(5, weight_normalization=True)
-    plain = keras.layers.RNN(cell, return_sequences=True)
+    plain = hmkeras.RNN(cell, return_sequences=True)
     expected = _np(plain(x))
 
-    stacked = keras.layers.RNN(
-        keras.layers.StackedRNNCells([cell]), return_sequences=True
+    if backend_support.BACKEND == "tensorflow":
+        # (Keras' JAX RNN cannot step a StackedRNNCells of one cell.)
+        stacked = hmkeras.RNN(
+            keras.layers.StackedRNNCells([cell]), return_sequences=True
+        )
+        np.testing.assert_allclose(_np(stacked(x)), expected, rtol=1e-6, atol=1e-6)
+    # Stacked under a second cell: the first cell's outputs are unchanged,
+    # and so the second's, which its own loop gives from them.
+    second = MultiplicativeLSTMCell(3, weight_normalization=True)
+    expected_second = _np(hmkeras.RNN(second, return_sequences=True)(expected))
+    stacked = hmkeras.RNN(
+        keras.layers.StackedRNNCells([cell, second]), return_sequences=True
     )
-    np.testing.assert_allclose(_np(stacked(x)), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(_np(stacked(x)), expected_second, rtol=1e-6, atol=1e-6)
 
     class Wrapper(keras.layers.Layer):
         def __init__(self, inner, **kwargs):
@@ -254,7 +323,7 @@ def test_wrapped_cells_give_the_same_results():
         def call(self, inputs, states, training=False):
             return self.inner(inputs, states, training=training)
 
-    wrapped = keras.layers.RNN(Wrapper(cell), return_sequences=True)
+    wrapped = hmkeras.RNN(Wrapper(cell), return_sequences=True)
     np.testing.assert_allclose(_np(wrapped(x)), expected, rtol=1e-6, atol=1e-6)
 
 
@@ -262,9 +331,9 @@ def test_wrapped_cells_give_the_same_results():
 def test_gradients_match_per_call_computation(scope):
     """Gradients through the per-sequence (captured) weights equal those of
     the same cell computing its weights at every step."""
-    x = tf.constant(_inputs())
+    x = _inputs()
     cell = MultiplicativeLSTMCell(5, **_wn_kwargs(scope))
-    per_sequence = keras.layers.RNN(cell, return_sequences=True)
+    per_sequence = hmkeras.RNN(cell, return_sequences=True)
     per_sequence(x)
     _randomize(cell)
 
@@ -273,15 +342,15 @@ def test_gradients_match_per_call_computation(scope):
             return self.build_sequence_constants(inputs)
 
     step_cell = PerStep(5, **_wn_kwargs(scope))
-    per_step = keras.layers.RNN(step_cell, return_sequences=True)
+    per_step = hmkeras.RNN(step_cell, return_sequences=True)
     per_step(x)
     for mine, theirs in zip(step_cell.weights, cell.weights):
         mine.assign(theirs)
 
     def gradients(layer):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(tf.square(layer(x)))
-        return tape.gradient(loss, layer.trainable_weights)
+        _, _, grads = backend_support.weight_gradients(
+            layer, lambda outputs, losses: keras.ops.sum(keras.ops.square(outputs)), x)
+        return grads
 
     for a, b in zip(gradients(per_sequence), gradients(per_step)):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
@@ -305,7 +374,7 @@ class _MaskRecordingCell(MultiplicativeLSTMCell):
 def test_dropout_matches_reference_with_the_same_masks():
     _MaskRecordingCell.recorded = []
     cell = _MaskRecordingCell(6, dropout=0.4, recurrent_dropout=0.3, seed=5)
-    layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    layer = hmkeras.RNN(cell, return_sequences=True, return_state=True)
     x = _inputs(steps=6)
     layer(x)
     _randomize(cell)
@@ -380,9 +449,9 @@ def test_config_round_trip_and_alias():
 
 
 def _char_model(cell, steps=6, vocab=11):
-    """Embedding -> `cell` under RNN (or a sequence layer as it is) -> Dense."""
+    """Embedding -> `cell` under hmkeras.RNN (or a sequence layer as it is) -> Dense."""
     if not isinstance(cell, keras.layers.RNN):
-        cell = keras.layers.RNN(cell, return_sequences=True)
+        cell = hmkeras.RNN(cell, return_sequences=True)
     return keras.Sequential(
         [
             keras.Input((steps,), dtype="int32"),
@@ -414,7 +483,11 @@ def test_keras_file_round_trip(tmp_path):
     np.testing.assert_allclose(_np(loaded(tokens)), expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.skipif(backend_support.BACKEND != "tensorflow",
+                    reason="SavedModel export is TensorFlow's")
 def test_saved_model_export_round_trip(tmp_path):
+    import tensorflow as tf
+
     model = _char_model(
         MultiplicativeLSTMCell(5, weight_normalization=True, recurrent_dropout=0.2)
     )
@@ -485,7 +558,7 @@ def test_mixed_bfloat16_runs():
         cell = MultiplicativeLSTMCell(
             4, weight_normalization=True, dropout=0.1, recurrent_dropout=0.1
         )
-        layer = keras.layers.RNN(cell, return_sequences=True)
+        layer = hmkeras.RNN(cell, return_sequences=True)
         out = layer(_inputs(), training=True)
         assert out.dtype == "bfloat16"
         assert cell.kernel.dtype == "float32"

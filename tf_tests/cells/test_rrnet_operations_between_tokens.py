@@ -2,10 +2,10 @@
 Sec. 2: split and merge consume no token) against a pure-Python stack
 machine: a Python list as the stack, NumPy for the LSTM units."""
 
+import backend_support
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from hmkeras.cells.recurrent_recursive_cell import MERGE
 from hmkeras.cells.recurrent_recursive_cell import RECUR
@@ -18,6 +18,10 @@ from tf_tests.cells.test_recurrent_recursive_cell import _lstm
 from tf_tests.cells.test_recurrent_recursive_cell import cell_params
 from tf_tests.cells.test_recurrent_recursive_cell import reference_merge
 from tf_tests.cells.test_recurrent_recursive_cell import reference_split
+
+from tf_tests.cells.test_recurrent_recursive_cell import REFUSED_ON_JAX
+
+pytestmark = pytest.mark.every_backend
 
 S, M, R = SPLIT, MERGE, RECUR
 
@@ -100,7 +104,8 @@ def _rows(actions, row):
 def test_matches_the_stack_machine(training, bound, memory):
     cell = _cell(bound, memory=memory)
     x = np.random.default_rng(1).normal(size=(16, 7, 3)).astype("float32")
-    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True,
+                           **backend_support.DRAWING_LOOP)
     outputs, h_last, c_last, stack, depth = rnn(x, training=training)
     h, actions, log_probs, entropies = (np.asarray(t) for t in cell.split_outputs(outputs))
     assert actions.shape == (16, 7, bound)
@@ -144,12 +149,13 @@ def test_one_operation_per_token_is_the_consuming_cell():
         keras.layers.RNN(explicit, return_sequences=True)(x), default)
 
 
+@REFUSED_ON_JAX
 def test_sampling_inside_compiled_function():
     cell = _cell(3)
     rnn = keras.layers.RNN(cell, return_sequences=True)
     x = np.random.default_rng(4).normal(size=(8, 5, 3)).astype("float32")
-    actions = np.asarray(cell.split_outputs(
-        tf.function(lambda v: rnn(v, training=True), jit_compile=True)(x))[1])
+    rnn.build(x.shape)
+    actions = np.asarray(cell.split_outputs(backend_support.compiled(rnn)(x))[1])
     assert np.all(np.sum(actions == R, axis=-1) == 1)
     assert np.all(np.sum(actions >= 0, axis=-1) <= 3)
 

@@ -1,96 +1,115 @@
 """`sequence_kernel.product`: `x @ M` whose input gradient reads `M^T`.
 
 References: NumPy's products (`dy M^T`, `x^T dy`) and, through a time
-loop, TensorFlow's own `tf.matmul` gradient; eager, graph and XLA modes.
+loop, the backend's own `matmul` gradient; eager and compiled modes (graph
+and XLA on TensorFlow, `jax.jit` on JAX).
 """
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import backend_support
 import numpy as np
 import pytest
-import tensorflow as tf
+from backend_support import MODES, in_mode, traced_gradients
+from keras import ops
 
 from hmkeras.cells import sequence_kernel
+
+pytestmark = pytest.mark.every_backend
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(3, 4))
 M = RNG.normal(size=(4, 5))
 DY = RNG.normal(size=(3, 5))  # the weights of the loss: dL/dy
 
-
-def run(fn, mode):
-    if mode == "eager":
-        return fn()
-    return tf.function(fn, jit_compile=(mode == "xla"))()
+# float64 products; float32 ones where float64 arrays are float32 (JAX).
+EXACT = dict(rtol=1e-12) if backend_support.HAS_FLOAT64 else dict(rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+@pytest.mark.parametrize("mode", MODES)
 def test_product_and_gradients_equal_numpy(mode):
-    x, matrix = tf.Variable(X), tf.Variable(M)
-
-    def fn():
-        with tf.GradientTape() as tape:
+    def fn(x, matrix):
+        def loss(x, matrix):
             y = sequence_kernel.product(x, sequence_kernel.sequence_kernel(matrix))
-            loss = tf.reduce_sum(y * DY)
-        return (y, *tape.gradient(loss, [x, matrix]))
+            return ops.sum(y * DY), y
 
-    y, dx, dm = run(fn, mode)
-    np.testing.assert_allclose(y.numpy(), X @ M, rtol=1e-12)
-    np.testing.assert_allclose(dx.numpy(), DY @ M.T, rtol=1e-12)
-    np.testing.assert_allclose(dm.numpy(), X.T @ DY, rtol=1e-12)
+        y, grads = traced_gradients(loss, x, matrix)
+        return (y, *grads)
+
+    y, dx, dm = in_mode(fn, mode)(ops.convert_to_tensor(X), ops.convert_to_tensor(M))
+    np.testing.assert_allclose(ops.convert_to_numpy(y), X @ M, **EXACT)
+    np.testing.assert_allclose(ops.convert_to_numpy(dx), DY @ M.T, **EXACT)
+    np.testing.assert_allclose(ops.convert_to_numpy(dm), X.T @ DY, **EXACT)
 
 
 def test_input_gradient_reads_the_transposed_kernel():
     """The backward pass uses `transposed`, not a transpose of its own: a
     kernel whose `transposed` is `2 M^T` gets twice the input gradient
     (and the weight gradient of `M`)."""
-    x = tf.constant(X)
-    kernel = sequence_kernel.SequenceKernel(tf.constant(M), tf.constant(2.0 * M.T))
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        tape.watch(kernel.kernel)
+    twice_transposed = ops.convert_to_tensor(2.0 * M.T)
+
+    def loss(x, matrix):
+        kernel = sequence_kernel.SequenceKernel(matrix, twice_transposed)
         y = sequence_kernel.product(x, kernel)
-        loss = tf.reduce_sum(y * DY)
-    dx, dm = tape.gradient(loss, [x, kernel.kernel])
-    np.testing.assert_allclose(dx.numpy(), 2.0 * DY @ M.T, rtol=1e-12)
-    np.testing.assert_allclose(dm.numpy(), X.T @ DY, rtol=1e-12)
+        return ops.sum(y * DY), ()
+
+    _, (dx, dm) = traced_gradients(loss, X, M)
+    np.testing.assert_allclose(ops.convert_to_numpy(dx), 2.0 * DY @ M.T, **EXACT)
+    np.testing.assert_allclose(ops.convert_to_numpy(dm), X.T @ DY, **EXACT)
 
 
-@pytest.mark.parametrize("mode", ["graph", "xla"])
+def _loop(steps, body, initial):
+    """`steps` iterations of `h = body(t, h)`, as a compiled loop: a
+    `tf.while_loop` with its bound (XLA needs it) on TensorFlow, else
+    `keras.ops.fori_loop`."""
+    if backend_support.BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.while_loop(
+            lambda t, h: t < steps, lambda t, h: (t + 1, body(t, h)),
+            (tf.constant(0), initial), maximum_iterations=steps,
+        )[1]
+    return ops.fori_loop(0, steps, body, initial)
+
+
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "eager"])
 def test_time_loop_gradients_equal_matmul(mode):
     """A recurrence `h_t = tanh(x_t W + h_{t-1} U)` whose kernels are made
-    once, outside the `tf.while_loop` (as a cell's per-sequence
-    constants), has the gradients of the same recurrence with `tf.matmul`."""
+    once, outside the compiled time loop (as a cell's per-sequence
+    constants), has the gradients of the same recurrence with `matmul`."""
     steps, batch, units = 6, 3, 4
-    xs = tf.constant(RNG.normal(size=(steps, batch, 2)))
-    w = tf.Variable(RNG.normal(size=(2, units)) * 0.5)
-    u = tf.Variable(RNG.normal(size=(units, units)) * 0.5)
+    xs = ops.convert_to_tensor(RNG.normal(size=(steps, batch, 2)))
+    w0 = RNG.normal(size=(2, units)) * 0.5
+    u0 = RNG.normal(size=(units, units)) * 0.5
 
     def recurrence(multiply, w_kernel, u_kernel):
         def body(t, h):
-            return t + 1, tf.tanh(multiply(xs[t], w_kernel) + multiply(h, u_kernel))
+            return ops.tanh(multiply(xs[t], w_kernel) + multiply(h, u_kernel))
 
-        _, h = tf.while_loop(
-            lambda t, h: t < steps, body,
-            (tf.constant(0), tf.zeros((batch, units), tf.float64)),
-            maximum_iterations=steps,  # XLA needs the bound
-        )
-        return tf.reduce_sum(tf.square(h))
+        h = _loop(steps, body, ops.zeros((batch, units), xs.dtype))
+        return ops.sum(ops.square(h))
 
-    def fn():
-        with tf.GradientTape(persistent=True) as tape:
-            ours = recurrence(
-                sequence_kernel.product,
-                sequence_kernel.sequence_kernel(w),
-                sequence_kernel.sequence_kernel(u),
-            )
-            reference = recurrence(tf.matmul, w.read_value(), u.read_value())
-        return (ours, reference, *tape.gradient(ours, [w, u]),
-                *tape.gradient(reference, [w, u]))
+    def ours(w, u):
+        value = recurrence(sequence_kernel.product, sequence_kernel.sequence_kernel(w),
+                           sequence_kernel.sequence_kernel(u))
+        return value, value
 
-    ours, reference, dw, du, dw_ref, du_ref = run(fn, mode)
-    np.testing.assert_allclose(ours.numpy(), reference.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(dw.numpy(), dw_ref.numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(du.numpy(), du_ref.numpy(), rtol=1e-10, atol=1e-12)
+    def reference(w, u):
+        value = recurrence(ops.matmul, w, u)
+        return value, value
+
+    def fn(w, u):
+        ours_value, ours_grads = traced_gradients(ours, w, u)
+        reference_value, reference_grads = traced_gradients(reference, w, u)
+        return (ours_value, reference_value, *ours_grads, *reference_grads)
+
+    ours_value, reference_value, dw, du, dw_ref, du_ref = [
+        ops.convert_to_numpy(t)
+        for t in in_mode(fn, mode)(ops.convert_to_tensor(w0), ops.convert_to_tensor(u0))]
+    loop = (dict(rtol=1e-10, atol=1e-12) if backend_support.HAS_FLOAT64
+            else dict(rtol=1e-5, atol=1e-6))
+    np.testing.assert_allclose(ours_value, reference_value, **EXACT)
+    np.testing.assert_allclose(dw, dw_ref, **loop)
+    np.testing.assert_allclose(du, du_ref, **loop)

@@ -1,10 +1,11 @@
 """Sparse-update inference: a COPYing layer skips its update.
 
 The sparse path must give exactly the dense path's outputs and states, and
-must really skip: the executed and skipped counts are checked against the
-COPY operations recomputed from the boundaries (Chung et al. Eq. 2:
-layer l COPYs at t iff z^l_{t-1} = 0 and z^{l-1}_t = 0, with z^0 = 1 and
-z_0 = 0).
+must really skip: run eagerly, the layer updates that execute are counted
+and checked against the COPY operations recomputed from the boundaries
+(Chung et al. Eq. 2: layer l COPYs at t iff z^l_{t-1} = 0 and
+z^{l-1}_t = 0, with z^0 = 1 and z_0 = 0), which `count_updates` must
+also give.
 """
 
 import types
@@ -101,17 +102,34 @@ def test_sparse_equals_dense_and_skips(layer_class, layer_norm):
         np.testing.assert_array_equal(a, b)  # bit for bit
     boundaries = _boundaries(dense, want[0])
     assert 0 < boundaries.mean() < 0.6  # boundaries fire, sparsely
-    stats = sparse.update_statistics()
+    stats = sparse_update.count_updates(boundaries)
     copies = expected_copies(boundaries)
     assert copies[1] > 0 and copies[2] > T // 2  # many COPYs to skip
     np.testing.assert_array_equal(stats["per_layer_skipped"], copies)
     np.testing.assert_array_equal(stats["per_layer_executed"], T - copies)
     assert stats["skipped_fraction"] == pytest.approx(copies.sum() / (3 * T))
-    # A second call adds to the counts; reset zeroes them.
-    run(x)
-    np.testing.assert_array_equal(sparse.update_statistics()["per_layer_skipped"], 2 * copies)
-    sparse_update.reset_statistics(sparse)
-    assert sparse.update_statistics()["executed"] == 0
+
+
+@pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
+def test_sparse_really_skips(layer_class, monkeypatch):
+    """Eagerly and unrolled, each step runs the branch it takes: the layer
+    updates executed are those `count_updates` reads from `z`."""
+    dense, sparse = make_pair(layer_class, layer_norm=True)
+    executed = [0] * len(UNITS)
+    layer_step = sparse.cell._layer_step
+
+    def counting_step(step):
+        executed[step.index] += 1
+        return layer_step(step)
+
+    monkeypatch.setattr(sparse.cell, "_layer_step", counting_step)
+    sparse.unroll = True
+    x = _inputs(seed=3)
+    outputs = np.asarray(sparse(x)[0])
+    np.testing.assert_array_equal(outputs, np.asarray(dense(x)[0]))
+    stats = sparse_update.count_updates(_boundaries(sparse, outputs))
+    assert stats["skipped"] > T // 2
+    assert executed == stats["per_layer_executed"]
 
 
 def test_batch_skips_only_when_every_row_copies():
@@ -123,7 +141,7 @@ def test_batch_skips_only_when_every_row_copies():
         np.testing.assert_array_equal(a, b)
     copies = expected_copies(_boundaries(dense, want[0]))
     single_row = expected_copies(_boundaries(dense, want[0])[:1])
-    stats = sparse.update_statistics()
+    stats = sparse_update.count_updates(_boundaries(sparse, got[0]))
     np.testing.assert_array_equal(stats["per_layer_skipped"], copies)
     assert copies.sum() <= single_row.sum()
 
@@ -140,17 +158,23 @@ def test_rnn_of_cell_and_stateful_streaming():
         cell.set_weights(dense.cell.get_weights())
         streams.append(stream)
     x = _inputs(seed=2)
+    boundaries = []
     for t in range(T):
         want, got = (np.asarray(stream(x[:, t : t + 1])) for stream in streams)
         np.testing.assert_array_equal(got, want)
-    stats = sparse_update.update_statistics(streams[1])
-    # Keras' loop runs one more step per call to learn the output shape.
-    assert stats["executed"] + stats["skipped"] == 3 * 2 * T
+        boundaries.append(_boundaries(streams[1].cell, got)[:, 0])
+    stats = sparse_update.count_updates(np.stack(boundaries, axis=1))
+    assert stats["executed"] + stats["skipped"] == 3 * T
     assert stats["skipped"] > T // 2
 
 
-def test_training_runs_dense():
+def test_training_runs_dense(monkeypatch):
     dense, sparse = make_pair(HMLSTM, layer_norm=False)
+
+    def no_sparse_path(*args):
+        raise AssertionError("the sparse path ran in training")
+
+    monkeypatch.setattr(sparse_update, "skip_copying_layer", no_sparse_path)
     x = tf.constant(_inputs(seed=4))
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
@@ -160,7 +184,6 @@ def test_training_runs_dense():
     np.testing.assert_array_equal(
         tape.gradient(got, x).numpy(), tape.gradient(want, x).numpy()
     )
-    assert sparse.update_statistics()["executed"] == 0  # the sparse path did not run
 
 
 def test_context_manager_and_arguments():
@@ -173,8 +196,8 @@ def test_context_manager_and_arguments():
         HMLSTMCell(4, boundary_mode="soft", sparse_updates=True)
     with pytest.raises(ValueError, match="sparse_updates"):
         HMRNN(4, sparse_updates="yes")
-    with pytest.raises(ValueError, match="hierarchical"):
-        sparse_update.update_statistics(keras.layers.Dense(2))
+    with pytest.raises(ValueError, match=r"`boundaries` must be \(batch, time"):
+        sparse_update.count_updates(np.zeros((2, 3, 4, 1)))
     config = HMLSTM(4, sparse_updates=True).get_config()
     assert HMLSTM.from_config(config).cell.sparse_updates
     assert HMLSTMCell(4).get_config()["sparse_updates"] is False
@@ -268,7 +291,7 @@ def test_skipped_branch_decides_and_keeps_as_dense(layer_class, layer_norm, comp
     # Both decisions of the skipped branch occur: a COPY that ends its
     # segment (the next step FLUSHes) and one that does not.
     assert np.any(copies & (z[:, 1] == 1)) and np.any(copies & (z[:, 1] == 0))
-    stats = sparse.update_statistics()
+    stats = sparse_update.count_updates(z)
     np.testing.assert_array_equal(stats["per_layer_skipped"], expected_copies(z[None]))
     hiddens = np.asarray(dense.split_outputs(want[0])[0][1])[0]  # h^2, (T, units)
     kept = np.flatnonzero(copies[1:]) + 1

@@ -1,15 +1,19 @@
 """Tests of hmkeras.cells.variational_dropout: per-sequence masks and constants."""
 
+import inspect
 import re
 
+import backend_support
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
+import hmkeras
 from hmkeras.cells import variational_dropout
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
+
+pytestmark = pytest.mark.every_backend
 
 
 class ProbeCell(VariationalDropoutMixin, keras.layers.Layer):
@@ -57,47 +61,57 @@ class ProbeCell(VariationalDropoutMixin, keras.layers.Layer):
 
 
 def _probe_rnn(**kwargs):
-    return keras.layers.RNN(ProbeCell(5, **kwargs), return_sequences=True)
+    return hmkeras.RNN(ProbeCell(5, **kwargs), return_sequences=True)
 
 
 X = np.ones((16, 7, 6), "float32")
 
 
+def _steady(out):
+    """Whether every step of `out` equals its first (one mask per sequence)."""
+    return np.array_equal(out, np.broadcast_to(out[:, :1], out.shape))
+
+
 @pytest.mark.parametrize("unroll", [False, True])
-def test_one_sequence_per_rnn_call(unroll):
-    """The cell opens one sequence per `keras.layers.RNN` call, at its first
-    step (Keras' shape-probing step), and uses it for every step after."""
+def test_one_sequence_per_call_of_the_loop(unroll):
+    """`hmkeras.RNN` opens one sequence before its loop and closes it after,
+    also for the cells of a `StackedRNNCells`."""
     layer = _probe_rnn(dropout=0.5)
     layer.unroll = unroll
     for calls in (1, 2):
-        layer(X, training=True)  # eager: every step runs in Python
+        layer(X, training=True)
         events = layer.cell.events
-        assert events.count("begin") == calls, events
-        assert events[1] == "begin" and events.count("step") >= calls * X.shape[1]
-        assert not layer.cell.in_sequence  # outside the call: none usable
-
-    # Also for cells inside StackedRNNCells.
-    cells = [ProbeCell(5), ProbeCell(5)]
-    keras.layers.RNN(keras.layers.StackedRNNCells(cells))(X)
+        assert events.count("begin") == events.count("end") == calls, events
+        assert events[-1] == "end" and events.count("step") >= calls
+        assert not layer.cell.in_sequence
+    cells = [ProbeCell(5, dropout=0.5), ProbeCell(5, recurrent_dropout=0.5)]
+    out = hmkeras.RNN(keras.layers.StackedRNNCells(cells), return_sequences=True)(
+        X, training=True)
     for cell in cells:
-        assert cell.events.count("begin") == 1 and cell.events[1] == "begin"
+        assert cell.events[0] == "begin" and cell.events.count("begin") == 1
+        assert cell.events[-1] == "end"
+    assert _steady(ops.convert_to_numpy(out))
 
 
-def test_rnn_call_in_progress():
-    assert variational_dropout.rnn_call_in_progress() is None
-    frames = []
+def test_keras_rnn_refuses_a_mask_it_cannot_make_per_sequence():
+    """`keras.layers.RNN` opens no sequence for a custom cell: a step that
+    needs a mask says so, rather than drawing one per step."""
+    for rates in ({"dropout": 0.5}, {"recurrent_dropout": 0.5}):
+        name = next(iter(rates))
+        layer = keras.layers.RNN(ProbeCell(5, **rates), return_sequences=True)
+        with pytest.raises(ValueError, match=rf"`{name}=0.5`.*no sequence is open.*hmkeras.RNN"):
+            layer(X, training=True)
+        np.testing.assert_array_equal(ops.convert_to_numpy(layer(X)), 1.0)
+    stacked = keras.layers.RNN(keras.layers.StackedRNNCells([ProbeCell(5, dropout=0.5)]))
+    with pytest.raises(ValueError, match="no sequence is open"):
+        stacked(X, training=True)
 
-    class Recorder(ProbeCell):
-        def call(self, inputs, states, training=False):
-            frames.append(variational_dropout.rnn_call_in_progress())
-            return super().call(inputs, states, training)
 
-    layer = keras.layers.RNN(Recorder(5))
-    layer(X[:, :3])
-    layer(X[:, :3])
-    assert all(frame is not None for frame in frames)
-    first, second = frames[:len(frames) // 2], frames[len(frames) // 2:]
-    assert len({id(f) for f in first}) == 1 and first[0] is not second[0]
+def test_no_stack_inspection():
+    """The module decides nothing from the Python call stack."""
+    source = inspect.getsource(variational_dropout)
+    for name in ("currentframe", "f_back", "f_code", "_getframe", "get_default_graph"):
+        assert name not in source
 
 
 def test_no_private_keras_base():
@@ -107,11 +121,17 @@ def test_no_private_keras_base():
 
 
 @pytest.mark.parametrize("unroll", [False, True])
-def test_constants_built_once_per_sequence(unroll):
+def test_constants_once_per_sequence_or_every_step(unroll):
+    """Once per call under `hmkeras.RNN`; at every step (the same values)
+    under `keras.layers.RNN` (every step it runs in Python: every step
+    eagerly or unrolled, the traced body of a `lax.scan`)."""
     for steps in (2, 6):
-        layer = keras.layers.RNN(ProbeCell(5), unroll=unroll)
-        layer(X[:, :steps])
-        assert layer.cell.constant_builds == 1, (steps, layer.cell.constant_builds)
+        scoped = hmkeras.RNN(ProbeCell(5), unroll=unroll, return_sequences=True)
+        bare = keras.layers.RNN(ProbeCell(5), unroll=unroll, return_sequences=True)
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(scoped(X[:, :steps])), ops.convert_to_numpy(bare(X[:, :steps])))
+        assert scoped.cell.constant_builds == 1, (steps, scoped.cell.constant_builds)
+        assert bare.cell.constant_builds == bare.cell.events.count("step") >= 1
 
 
 def test_masks_constant_in_time_and_differ_across_rows_and_sequences():
@@ -119,8 +139,7 @@ def test_masks_constant_in_time_and_differ_across_rows_and_sequences():
     first = ops.convert_to_numpy(layer(X, training=True))
     second = ops.convert_to_numpy(layer(X, training=True))
     for out in (first, second):
-        # Same mask at every step of a sequence.
-        np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
+        assert _steady(out)  # the same mask at every step of a sequence
         masks = out[:, 0]
         x_mask, h_mask = masks[:, :6], masks[:, 6:]
         # Inverted dropout values.
@@ -138,23 +157,38 @@ def test_masks_off_at_inference():
     np.testing.assert_array_equal(ops.convert_to_numpy(layer(X)), 1.0)
 
 
-def test_masks_in_compiled_graph():
-    layer = _probe_rnn(dropout=0.5)
-    fn = tf.function(lambda x: layer(x, training=True))
-    out = fn(X).numpy()
-    np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
-    assert not np.array_equal(out, fn(X).numpy())
+def test_masks_and_constants_once_per_sequence_compiled():
+    """Compiled (XLA on TensorFlow, `jax.jit` on JAX): one mask per call,
+    a new one at the next call, the constants made once per trace."""
+    layer = _probe_rnn(dropout=0.5, recurrent_dropout=0.5)
+    layer(X[:, :2])  # build
+    builds = layer.cell.constant_builds
+    fn = backend_support.compiled(layer)
+    first, second = fn(X), fn(X)
+    for out in (first, second):
+        assert _steady(out)
+    assert not np.array_equal(first, second)
+    assert layer.cell.constant_builds - builds <= 2  # traced, not per step
     assert not layer.cell.in_sequence
 
 
-def test_masks_and_constants_once_per_sequence_under_xla():
-    layer = _probe_rnn(dropout=0.5, recurrent_dropout=0.5)
-    fn = tf.function(lambda x: layer(x, training=True), jit_compile=True)
-    first, second = fn(X).numpy(), fn(X).numpy()
-    for out in (first, second):
-        np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
-    assert not np.array_equal(first, second)
-    assert layer.cell.constant_builds == 1  # traced once: one sequence
+def test_loop_of_ones_own_with_scan():
+    """`keras.ops.scan` between `begin_sequence` and `end_sequence`: one
+    mask for every step (the recurrent one is read: Keras' TensorFlow scan
+    needs outputs shaped as the carry)."""
+    cell = ProbeCell(5, dropout=0.5, recurrent_dropout=0.5, seed=2)
+    state = ops.zeros((16, 5))
+    cell(X[:, 0], [state])  # build
+    cell.begin_sequence(X[:, 0])
+
+    def step(carry, x):
+        output, new_states = cell(x, [carry], training=True)
+        return new_states[0], output[:, 6:]
+
+    _, outputs = ops.scan(step, state, ops.transpose(ops.convert_to_tensor(X), (1, 0, 2)))
+    cell.end_sequence()
+    masks = np.transpose(ops.convert_to_numpy(outputs), (1, 0, 2))
+    assert _steady(masks) and set(np.unique(masks)) == {0.0, 2.0}
 
 
 def test_same_seed_same_masks():
@@ -163,32 +197,21 @@ def test_same_seed_same_masks():
     np.testing.assert_array_equal(ops.convert_to_numpy(a), ops.convert_to_numpy(b))
 
 
-def test_called_directly_draws_per_call_unless_a_sequence_is_open():
+def test_called_directly_needs_an_open_sequence_for_masks():
     cell = ProbeCell(5, dropout=0.5, seed=1)
     x, state = X[:, 0], [np.zeros((16, 5), "float32")]
-    # No sequence: every call draws a new mask and rebuilds the constants.
-    a, _ = cell(x, state, training=True)
-    b, _ = cell(x, state, training=True)
-    assert not np.array_equal(ops.convert_to_numpy(a), ops.convert_to_numpy(b))
-    assert cell.constant_builds == 2
+    with pytest.raises(ValueError, match="no sequence is open"):
+        cell(x, state, training=True)
+    cell(x, state)  # inference: no mask, the constants made per call
+    assert cell.constant_builds == 1
     # Stepping by hand inside begin/end_sequence: one mask for all steps.
     cell.begin_sequence(x)
     a, _ = cell(x, state, training=True)
     b, _ = cell(x, state, training=True)
     cell.end_sequence()
     np.testing.assert_array_equal(ops.convert_to_numpy(a), ops.convert_to_numpy(b))
-    assert cell.constant_builds == 3
+    assert cell.constant_builds == 2
     assert not cell.in_sequence
-
-
-def test_sequence_from_another_graph_is_not_used():
-    cell = ProbeCell(5, dropout=0.5)
-    x, state = X[:, 0], [np.zeros((16, 5), "float32")]
-    cell(x, state)  # build
-    tf.function(lambda t: cell.begin_sequence(t))(x)  # left open in a dead graph
-    assert not cell.in_sequence
-    out, _ = cell(x, state, training=True)  # falls back to a fresh mask
-    assert np.isfinite(ops.convert_to_numpy(out)).all()
 
 
 def test_recurrent_mask_list_of_sizes():

@@ -5,13 +5,24 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import backend_support
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.heads import mixture_density_output as mdo
 from hmkeras.heads.mixture_density_output import MixtureDensityOutput
+
+pytestmark = pytest.mark.every_backend
+
+
+def _np(x):
+    return ops.convert_to_numpy(x)
+
+
+def _dtype(x):
+    return keras.backend.standardize_dtype(x.dtype)
 
 
 def numpy_nll(params, targets):
@@ -43,9 +54,9 @@ def _random(rng, shape, m, scale=1.0):
 def test_loss_matches_numpy_density():
     rng = np.random.default_rng(0)
     params, targets = _random(rng, (3, 7), m=4)
-    got = mdo.mixture_negative_log_likelihood(params, targets).numpy()
+    got = _np(mdo.mixture_negative_log_likelihood(params, targets))
     np.testing.assert_allclose(got, numpy_nll(params, targets), rtol=1e-4, atol=1e-4)
-    layer_loss = MixtureDensityOutput(4).loss(targets, params).numpy()
+    layer_loss = _np(MixtureDensityOutput(4).loss(targets, params))
     np.testing.assert_allclose(layer_loss, got)
 
 
@@ -60,17 +71,16 @@ def test_single_component_is_a_bivariate_gaussian():
     d = target[0, :2] - mu
     expected = (np.log(2 * np.pi) + 0.5 * np.log(np.linalg.det(cov))
                 + 0.5 * d @ np.linalg.solve(cov, d) + np.log(2))  # e = 0.5
-    got = mdo.mixture_negative_log_likelihood(params, target).numpy()[0]
+    got = _np(mdo.mixture_negative_log_likelihood(params, target))[0]
     assert got == pytest.approx(expected, rel=1e-4)
 
 
 def test_gradients_match_finite_differences():
     rng = np.random.default_rng(1)
     params, targets = _random(rng, (2, 3), m=3, scale=0.7)
-    x = tf.Variable(params.astype(np.float64))
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(mdo.mixture_negative_log_likelihood(x, targets))
-    grad = tape.gradient(loss, x).numpy()
+    (grad,) = backend_support.input_gradients(
+        lambda x: ops.sum(mdo.mixture_negative_log_likelihood(x, targets)),
+        params.astype(np.float64))
     h = 1e-6
     flat = params.astype(np.float64).ravel()
     numeric = np.zeros_like(flat)
@@ -96,15 +106,16 @@ def test_extreme_values_give_finite_loss_and_gradients(dtype):
     # gradient is checked in float32, where the head's output lives under a
     # mixed policy (MixtureDensityOutput casts to float32); gradients flowing
     # further into half-precision layers are the loss scaler's business.
-    half = tf.cast(params, dtype)
-    loss = mdo.mixture_negative_log_likelihood(half, tf.cast(targets, dtype))
-    assert loss.dtype == tf.float32
-    assert np.all(np.isfinite(loss.numpy()))
-    x = tf.Variable(tf.cast(half, tf.float32))
-    with tf.GradientTape() as tape:
-        total = tf.reduce_sum(mdo.mixture_negative_log_likelihood(x, targets))
-    assert np.isfinite(total.numpy())
-    assert np.all(np.isfinite(tape.gradient(total, x).numpy()))
+    half = ops.cast(params, dtype)
+    loss = mdo.mixture_negative_log_likelihood(half, ops.cast(targets, dtype))
+    assert _dtype(loss) == "float32"
+    assert np.all(np.isfinite(_np(loss)))
+    x = _np(ops.cast(half, "float32"))
+    total = ops.sum(mdo.mixture_negative_log_likelihood(x, targets))
+    assert np.isfinite(_np(total))
+    (gradient,) = backend_support.input_gradients(
+        lambda x: ops.sum(mdo.mixture_negative_log_likelihood(x, targets)), x)
+    assert np.all(np.isfinite(gradient))
 
 
 def test_mixed_precision_layer_outputs_float32_and_matches():
@@ -116,10 +127,10 @@ def test_mixed_precision_layer_outputs_float32_and_matches():
     plain.build(inputs.shape)
     plain.set_weights(mixed.get_weights())
     out_mixed, out_plain = mixed(inputs), plain(inputs)
-    assert out_mixed.dtype == tf.float32
-    np.testing.assert_allclose(out_mixed.numpy(), out_plain.numpy(), atol=2e-2)
+    assert _dtype(out_mixed) == "float32"
+    np.testing.assert_allclose(_np(out_mixed), _np(out_plain), atol=2e-2)
     targets = np.zeros((2, 5, 3), np.float32)
-    assert np.all(np.isfinite(mixed.negative_log_likelihood(out_mixed, targets).numpy()))
+    assert np.all(np.isfinite(_np(mixed.negative_log_likelihood(out_mixed, targets))))
 
 
 def _two_component_params():
@@ -148,7 +159,7 @@ def _mixture_moments(pi, mu, sig, rho):
 def test_samples_match_the_mixture_moments():
     params, pi, mu, sig, rho, e = _two_component_params()
     n = 40_000
-    samples = mdo.sample_mixture(np.tile(params, (n, 1)), seed=3).numpy()
+    samples = _np(mdo.sample_mixture(np.tile(params, (n, 1)), seed=3))
     assert samples.shape == (n, 3)
     mean, cov = _mixture_moments(pi, mu, sig, rho)
     np.testing.assert_allclose(samples[:, :2].mean(0), mean, atol=0.03)
@@ -160,26 +171,26 @@ def test_samples_match_the_mixture_moments():
 def test_bias_sharpens_and_temperature_widens():
     params, pi, mu, sig, rho, _ = _two_component_params()
     n, b = 40_000, 1.0
-    biased = mdo.sample_mixture(np.tile(params, (n, 1)), bias=b, seed=4).numpy()
+    biased = _np(mdo.sample_mixture(np.tile(params, (n, 1)), bias=b, seed=4))
     # Graves Eq. (61)-(62): pi ~ pi^(1 + b), sigma * exp(-b).
     pi_b = pi ** (1 + b) / (pi ** (1 + b)).sum()
     mean, cov = _mixture_moments(pi_b, mu, sig * np.exp(-b), rho)
     np.testing.assert_allclose(biased[:, :2].mean(0), mean, atol=0.03)
     np.testing.assert_allclose(np.cov(biased[:, :2].T), cov, atol=0.05)
-    hot = mdo.sample_mixture(np.tile(params, (n, 1)), temperature=2.0, seed=5).numpy()
-    plain = mdo.sample_mixture(np.tile(params, (n, 1)), seed=5).numpy()
+    hot = _np(mdo.sample_mixture(np.tile(params, (n, 1)), temperature=2.0, seed=5))
+    plain = _np(mdo.sample_mixture(np.tile(params, (n, 1)), seed=5))
     assert np.trace(np.cov(hot[:, :2].T)) > np.trace(np.cov(plain[:, :2].T)) * 1.1
 
 
 def test_sampling_is_seeded_and_keeps_the_batch_shape():
     params = np.random.default_rng(6).normal(size=(2, 3, 13)).astype(np.float32)
-    a = mdo.sample_mixture(params, seed=7).numpy()
-    b = mdo.sample_mixture(params, seed=7).numpy()
+    a = _np(mdo.sample_mixture(params, seed=7))
+    b = _np(mdo.sample_mixture(params, seed=7))
     assert a.shape == (2, 3, 3)
     np.testing.assert_array_equal(a, b)
     generator = keras.random.SeedGenerator(8)
-    first = mdo.sample_mixture(params, seed=generator).numpy()
-    second = mdo.sample_mixture(params, seed=generator).numpy()
+    first = _np(mdo.sample_mixture(params, seed=generator))
+    second = _np(mdo.sample_mixture(params, seed=generator))
     assert not np.array_equal(first, second)
 
 
@@ -202,5 +213,5 @@ def test_serialization_round_trip(tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path)
     x = np.random.default_rng(9).normal(size=(1, 5, 4)).astype(np.float32)
-    np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(_np(loaded(x)), _np(model(x)), rtol=1e-6)
     assert loaded.get_layer("mdn").get_config()["num_components"] == 3

@@ -10,6 +10,8 @@ import pytest
 from hmkeras import GatedOutputEmbedding
 from hmkeras import SimpleOutputEmbedding
 
+pytestmark = pytest.mark.every_backend
+
 CLASSES = [GatedOutputEmbedding, SimpleOutputEmbedding]
 NAN = float("nan")
 

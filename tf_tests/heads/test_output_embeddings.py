@@ -9,6 +9,8 @@ import pytest
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
 
+pytestmark = pytest.mark.every_backend
+
 SIZES = [3, 4, 2]           # per-layer hidden sizes, L = 3
 HIDDEN = sum(SIZES)         # 9
 WITH_Z = HIDDEN + 2         # 11: HM cell layout [h^1 | h^2 | h^3 | z^1 z^2]

@@ -1,8 +1,9 @@
 """The models' `sequence_layer` option: sequence layers by default, the
-`keras.layers.RNN(cell)` build on request.
+`hmkeras.RNN(cell)` build on request.
 
 The reference of every comparison is the `RNN(cell)` model (the per-step
-cell run by Keras' own RNN layer) given the same weights.
+cell run by `hmkeras.RNN`, Keras' own RNN layer that opens the cell's
+sequence) given the same weights.
 """
 
 
@@ -10,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+import hmkeras
 from hmkeras.analysis.evaluation import evaluate_char_model
 from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_rnn import HMRNN
@@ -60,7 +62,7 @@ def test_char_model_builds_sequence_layers_equal_to_rnn_of_cell(cell):
     new, old = _pair(CharLanguageModel, **fields)
     assert new.config.sequence_layer and not old.config.sequence_layer
     assert all(isinstance(layer, SEQUENCE_LAYERS[cell]) for layer in _recurrent(new.network))
-    assert all(type(layer) is keras.layers.RNN for layer in _recurrent(old.network))
+    assert all(type(layer) is hmkeras.RNN for layer in _recurrent(old.network))
     assert len(_recurrent(new.network)) == (3 if cell == "lstm" else 1)
     if cell in ("hmlstm", "hmrnn"):
         assert new.hierarchical_cell is _recurrent(new.network)[0].cell
@@ -203,7 +205,7 @@ def test_word_model_sequence_layers(cell, wrapper):
     unwrapped = layers[:-1] if wrapper != "none" else layers
     assert all(isinstance(layer, SEQUENCE_LAYERS[cell]) for layer in unwrapped)
     if wrapper != "none":  # a wrapper is a cell: the top layer is RNN(wrapper)
-        assert type(layers[-1]) is keras.layers.RNN
+        assert type(layers[-1]) is hmkeras.RNN
         assert layers[-1].cell is new.wrapper
     # The tied embedding is still one variable, the softmax's too.
     assert sum("embeddings" in w.path for w in new.network.weights) == 1

@@ -8,15 +8,31 @@ unless a test asks for the linear form: the activation is the reference's
 own argument, never read from the wrapper.
 """
 
+import backend_support
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
 import finite_differences
 import hmkeras
 from hmkeras.wrappers import AttentionWrapper
 
+pytestmark = pytest.mark.every_backend
+
 B, T, F, M = 3, 11, 4, 4
+# float64 is float64 on TensorFlow; on JAX (float64 layers compute in
+# float32) the references hold to float32 rounding: outputs, attention
+# weights, and the finite differences of the float32 loss (a larger step).
+OUTPUT_TOLERANCE = (dict(atol=1e-10) if backend_support.HAS_FLOAT64
+                    else dict(rtol=2e-5, atol=1e-6))
+ATTENTION_TOLERANCE = dict(atol=1e-12) if backend_support.HAS_FLOAT64 else dict(atol=1e-6)
+FINITE_DIFFERENCES = ({} if backend_support.HAS_FLOAT64
+                      else dict(eps=1e-2, rtol=1e-3, atol=1e-4))
+
+
+def _np(x):
+    return ops.convert_to_numpy(x)
 
 
 def _run(wrapper, x):
@@ -27,10 +43,10 @@ def _run(wrapper, x):
 def _reference(wrapper, hs, resets=None, activation=np.tanh):
     """(outputs, weights) with weights laid out oldest slot first."""
     m = wrapper.memory_size
-    w_out = wrapper.output_kernel.numpy()
-    b_out = wrapper.output_bias.numpy()
-    v = wrapper.score_vector.numpy()[:, 0]
-    w_key = wrapper.key_kernel.numpy()
+    w_out = _np(wrapper.output_kernel).astype(np.float64)
+    b_out = _np(wrapper.output_bias).astype(np.float64)
+    v = _np(wrapper.score_vector).astype(np.float64)[:, 0]
+    w_key = _np(wrapper.key_kernel).astype(np.float64)
     batch, steps, size = hs.shape
     outputs = np.zeros((batch, steps, w_out.shape[1]))
     weights = np.zeros((batch, steps, m))
@@ -42,7 +58,7 @@ def _reference(wrapper, hs, resets=None, activation=np.tanh):
                 if wrapper.score == "single":
                     scores = np.array([v @ np.tanh(p @ w_key) for p in memory])
                 else:
-                    query = h @ wrapper.query_kernel.numpy()
+                    query = h @ _np(wrapper.query_kernel).astype(np.float64)
                     scores = np.array([v @ np.tanh(p @ w_key + query) for p in memory])
                 a = np.exp(scores - scores.max())
                 a /= a.sum()
@@ -66,14 +82,15 @@ def test_matches_reference_lstm(score):
     x = np.random.default_rng(0).normal(size=(B, T, F))
     parts = _run(wrapper, x)
     expected, weights = _reference(wrapper, np.asarray(parts.cell_output))
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
     # Unfilled slots get exactly zero; filled ones sum to one.
     got = np.asarray(parts.attention)
     for t in range(T):
         empty = M - min(t, M)
         assert np.all(got[:, t, :empty] == 0.0)
-        np.testing.assert_allclose(got[:, t].sum(-1), 0.0 if t == 0 else 1.0, atol=1e-12)
+        np.testing.assert_allclose(got[:, t].sum(-1), 0.0 if t == 0 else 1.0,
+                                   **ATTENTION_TOLERANCE)
 
 
 @pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell,
@@ -91,8 +108,8 @@ def test_matches_reference_other_cells(cls):
     hs = cell.split_outputs(cell_output)[0][-1] if hasattr(cell, "split_outputs") \
         else cell_output
     expected, weights = _reference(wrapper, np.asarray(hs))
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
 
 
 def _linear(z):
@@ -115,8 +132,8 @@ def test_output_activation_default_tanh_and_linear_option(activation):
     expected, other = (tanh_out, linear_out) if activation == "default" \
         else (linear_out, tanh_out)
     got = np.asarray(parts.output)
-    np.testing.assert_allclose(got, expected, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    np.testing.assert_allclose(got, expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
     assert np.max(np.abs(got - other)) > 1e-2  # the two forms are told apart
     if activation == "default":
         assert np.all(np.abs(got) < 1.0)
@@ -150,8 +167,8 @@ def test_reset_flag_empties_memory():
                                return_attention=True, dtype="float64")
     parts = _run(wrapper, x)
     expected, weights = _reference(wrapper, np.asarray(parts.cell_output), resets)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
     assert np.all(np.asarray(parts.attention)[0, 3] == 0.0)  # empty after the reset
 
 
@@ -172,24 +189,24 @@ def test_never_looks_at_the_future():
 
 def test_empty_memory_has_zero_context_and_finite_gradients():
     keras.utils.set_random_seed(4)
-    import tensorflow as tf
-
     wrapper = AttentionWrapper(keras.layers.LSTMCell(3, dtype="float64"), 2, "combined",
                                dtype="float64")
     rnn = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")
-    x = tf.constant(np.random.default_rng(4).normal(size=(2, 3, F)), tf.float64)
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(rnn(x) ** 2)
-    grads = tape.gradient(loss, rnn.trainable_variables)
-    assert all(np.all(np.isfinite(g.numpy())) for g in grads)
-    # And they are the derivative: central differences in float64, the
-    # first step (empty memory) included in the loss.
+    x = ops.convert_to_tensor(np.random.default_rng(4).normal(size=(2, 3, F)), rnn.compute_dtype)
+    rnn.build(x.shape)
+    _, _, grads = backend_support.weight_gradients(
+        rnn, lambda outputs, losses: ops.sum(outputs ** 2), x)
+    assert all(np.all(np.isfinite(g)) for g in grads)
+    # And they are the derivative: central differences in float64 (of the
+    # float32 loss on JAX), the first step (empty memory) included in the
+    # loss.
     variables = rnn.trainable_variables
     loss_of = finite_differences.variables_loss(
-        variables, lambda: tf.reduce_sum(rnn(x) ** 2))
+        variables, lambda: ops.sum(rnn(x) ** 2))
     largest = finite_differences.assert_gradients_match(
-        loss_of, {v.path: v.numpy() for v in variables},
-        {v.path: g.numpy() for v, g in zip(variables, grads)}, entries=2, seed=4)
+        loss_of, {v.path: _np(v) for v in variables},
+        {v.path: g for v, g in zip(variables, grads)}, entries=2, seed=4,
+        **FINITE_DIFFERENCES)
     loss_of.restore()
     assert largest > 1e-3
     # Step 1: c_1 = 0, so the output is tanh(W[:h] h_1 + b) (default tanh).
@@ -197,9 +214,9 @@ def test_empty_memory_has_zero_context_and_finite_gradients():
     out, _ = wrapper(x[:, 0], states)
     cell_out, _ = wrapper.cell(x[:, 0], states[:2])
     size = 3
-    expected = np.tanh(cell_out.numpy() @ wrapper.output_kernel.numpy()[:size]
-                       + wrapper.output_bias.numpy())
-    np.testing.assert_allclose(out.numpy(), expected, atol=1e-6)
+    expected = np.tanh(_np(cell_out) @ _np(wrapper.output_kernel)[:size]
+                       + _np(wrapper.output_bias))
+    np.testing.assert_allclose(_np(out), expected, atol=1e-6)
 
 
 def test_state_and_output_layout():
@@ -231,12 +248,12 @@ def test_weights_of_a_model_trained_without_return_attention():
 def test_kernels_of_one_shape_start_different():
     wrapper = AttentionWrapper(keras.layers.LSTMCell(4), 3, "combined")
     keras.layers.RNN(wrapper)(np.zeros((1, 2, F), "float32"))
-    assert not np.allclose(wrapper.key_kernel.numpy(), wrapper.query_kernel.numpy())
+    assert not np.allclose(_np(wrapper.key_kernel), _np(wrapper.query_kernel))
     # A seeded initializer keeps the wrapper reproducible.
     seeded = [AttentionWrapper(keras.layers.LSTMCell(4), 3, "combined",
                                kernel_initializer=keras.initializers.GlorotUniform(seed=1))
               for _ in range(2)]
     for wrapper in seeded:
         wrapper.build((None, F))
-    np.testing.assert_array_equal(seeded[0].query_kernel.numpy(),
-                                  seeded[1].query_kernel.numpy())
+    np.testing.assert_array_equal(_np(seeded[0].query_kernel),
+                                  _np(seeded[1].query_kernel))

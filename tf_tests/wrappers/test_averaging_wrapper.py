@@ -14,6 +14,12 @@ import pytest
 import hmkeras
 from hmkeras.wrappers import AveragingWrapper
 
+pytestmark = pytest.mark.every_backend
+# float64 is float64 on TensorFlow; on JAX without `JAX_ENABLE_X64` it is
+# float32, so there the references hold to float32 rounding.
+FLOAT64 = (dict(atol=1e-10) if keras.backend.backend() == "tensorflow"
+           else dict(rtol=2e-5, atol=1e-6))
+
 B, T, F = 3, 12, 4
 
 
@@ -56,13 +62,13 @@ def test_matches_explicit_buffer_mean_lstm(include_current):
     parts = _run(wrapper, x)
     hs = np.asarray(parts.cell_output)
     expected, contexts = _reference(wrapper, hs, include_current=include_current)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
     # The first context is exactly the zero h_0 (or half of h_1).
     first = hs[:, 0] / 2 if include_current else np.zeros_like(hs[:, 0])
     np.testing.assert_allclose(contexts[:, 0], first)
     # The wrapped cell's recurrence is unchanged: a bare RNN gives its outputs.
     bare = keras.layers.RNN(wrapper.cell, return_sequences=True, dtype="float64")(x)
-    np.testing.assert_allclose(hs, np.asarray(bare), atol=1e-12)
+    np.testing.assert_allclose(hs, np.asarray(bare), **FLOAT64)
 
 
 @pytest.mark.parametrize("layers", ["all", "top"])
@@ -79,7 +85,7 @@ def test_hierarchical_cell_averages_hiddens_never_boundaries(cls, layers):
     hs = hiddens[-1] if layers == "top" else np.concatenate(hiddens, axis=-1)
     assert wrapper.remembered_size == (3 if layers == "top" else 12)
     expected, _ = _reference(wrapper, hs)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
     assert np.asarray(boundaries).shape == (B, T, 2)
 
 
@@ -91,7 +97,7 @@ def test_multiplicative_lstm_cell():
     parts = _run(wrapper, x)
     assert parts.output.shape == (B, T, 7)
     expected, _ = _reference(wrapper, np.asarray(parts.cell_output))
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
 
 
 @pytest.mark.parametrize("mode", ["token_id", "flag"])
@@ -109,10 +115,10 @@ def test_reset_column_clears_memory_after_the_step(mode):
     parts = _run(wrapper, x)
     hs = np.asarray(parts.cell_output)
     expected, _ = _reference(wrapper, hs, resets=resets)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
     # The cell never sees the column: its outputs are those of the features.
     bare = keras.layers.RNN(wrapper.cell, return_sequences=True, dtype="float64")(features)
-    np.testing.assert_allclose(hs, np.asarray(bare), atol=1e-12)
+    np.testing.assert_allclose(hs, np.asarray(bare), **FLOAT64)
     # And the reset matters: without it the outputs differ after row 0's end.
     plain = AveragingWrapper(wrapper.cell, return_cell_output=True, dtype="float64")
     plain.build((None, F))

@@ -8,6 +8,8 @@ import hmkeras
 from hmkeras.wrappers import AttentionWrapper
 from hmkeras.wrappers import AveragingWrapper
 
+pytestmark = pytest.mark.every_backend
+
 
 @pytest.mark.parametrize("kwargs, name", [
     ({"memory_size": 0}, "memory_size"),

@@ -10,6 +10,8 @@ from hmkeras.training import SlopeAnnealing
 from hmkeras.wrappers import AttentionWrapper
 from hmkeras.wrappers import AveragingWrapper
 
+pytestmark = pytest.mark.every_backend
+
 T = 8
 
 
