@@ -15,15 +15,15 @@ T, F = 12, 3
 @pytest.mark.slow
 def test_jit_compiled_fit_with_dropout_in_the_wrapped_cell():
     keras.utils.set_random_seed(4)
-    # Keras' LSTMCell caches its dropout masks per sequence: the wrapper must
-    # forward keras.layers.RNN's per-sequence hooks, or the traced step
-    # reuses a mask from another graph.
+    # Keras' LSTMCell caches its dropout masks per sequence: hmkeras.RNN
+    # opens the wrapper's sequence, which the wrapper forwards, or the
+    # traced step would reuse a mask from another graph.
     cell = keras.layers.LSTMCell(4, dropout=0.3, recurrent_dropout=0.3)
     # Both wrappers in one compiled step (one XLA compilation): the hooks
     # go through the outer wrapper to the inner one and to the cell.
     wrapper = AveragingWrapper(AttentionWrapper(cell, 4, "combined"))
     model = keras.Sequential([
-        keras.Input((T, F)), keras.layers.RNN(wrapper, return_sequences=True),
+        keras.Input((T, F)), hmkeras.RNN(wrapper, return_sequences=True),
         keras.layers.Dense(2)])
     model.compile(keras.optimizers.Adam(0.01), "mse", jit_compile=True)
     rng = np.random.default_rng(4)
@@ -37,6 +37,9 @@ def test_jit_compiled_fit_with_dropout_in_the_wrapped_cell():
     # Dropout acts in training only: inference is deterministic.
     np.testing.assert_array_equal(model(x[:2]), model(x[:2]))
     assert not np.array_equal(model(x[:2], training=True), model(x[:2], training=True))
+    # Under Keras' own RNN the masks cannot be per sequence: refused.
+    with pytest.raises(ValueError, match="no sequence is open"):
+        keras.layers.RNN(wrapper)(x[:2], training=True)
 
 
 def _attention_then_average(dtype=None):
