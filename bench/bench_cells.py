@@ -52,7 +52,11 @@ flags.DEFINE_bool("layer_norm", True, "Layer normalization in the hierarchical c
 flags.DEFINE_bool("weight_normalization", False, "mLSTM with weight normalization.")
 flags.DEFINE_float("dropout", 0.0, "Input dropout of both cells.")
 flags.DEFINE_float("recurrent_dropout", 0.0, "Recurrent dropout of both cells.")
-flags.DEFINE_bool("jit_compile", False, "Compile both train steps with XLA.")
+flags.DEFINE_bool("jit_compile", False, "Compile both train steps with XLA (on JAX "
+                  "always give --jit_compile: without it JAX runs op by op).")
+flags.DEFINE_enum("loop", "keras", ("keras", "hmkeras"), "The loop around both cells: "
+                  "keras.layers.RNN, or hmkeras.RNN (which makes the cell's per-sequence "
+                  "constants once, before the loop).")
 flags.DEFINE_integer("seed", 0, "Random seed.", lower_bound=0)
 for _name in ("dropout", "recurrent_dropout"):
     flags.register_validator(_name, lambda v: math.isfinite(v) and 0 <= v < 1,
@@ -86,8 +90,10 @@ def make_model(cell, jit_compile=None):
     `jit_compile` None: `--jit_compile`."""
     import keras
 
-    rnn = cell if isinstance(cell, keras.layers.RNN) else keras.layers.RNN(
-        cell, return_sequences=True)
+    import hmkeras
+
+    loop = hmkeras.RNN if FLAGS.loop == "hmkeras" else keras.layers.RNN
+    rnn = cell if isinstance(cell, keras.layers.RNN) else loop(cell, return_sequences=True)
     model = keras.Sequential(
         [
             keras.Input((FLAGS.seq_len,), dtype="int32"),
@@ -133,6 +139,7 @@ def main(argv):
     print(
         f"{layers}{units} units, batch {FLAGS.batch_size} x {FLAGS.seq_len}, "
         f"embedding {FLAGS.embedding}, vocab {FLAGS.vocab}, jit={FLAGS.jit_compile}, "
+        f"loop={FLAGS.loop}, backend={keras.backend.backend()}, "
         f"layer_norm={FLAGS.layer_norm}, wn={FLAGS.weight_normalization}, "
         f"dropout={FLAGS.dropout}/{FLAGS.recurrent_dropout}, {FLAGS.steps} timed steps each"
     )
