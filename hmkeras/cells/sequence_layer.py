@@ -2,21 +2,23 @@
 `LSTMCell`.
 
 `SequenceLayer` is the base of `HMLSTM`, `HMRNN` and `MultiplicativeLSTM`:
-a `keras.layers.RNN` that builds and owns its cell from the cell's own
+an `hmkeras.RNN` (a `keras.layers.RNN` that opens its cell's sequence
+before the time loop, `sequence_rnn`) that builds and owns its cell from the cell's own
 arguments (so `layer.cell` is an ordinary cell that `split_outputs`,
 `SlopeAnnealing`, `BoundaryMonitor` and checkpoints see), exposes the
 cell's arguments as read-only attributes, and has a flat configuration
 (the cell's arguments next to the RNN's, as `keras.layers.LSTM`).
 
-What it adds to `RNN(cell)` is speed: the work that needs the whole
-sequence is done before the time loop.  The cell's per-sequence constants
-(stacked kernels, weight-normalized or layer-normalized kernels) are made
-once, as under `RNN(cell)`, and the input projection of every step (the
+What it adds to `hmkeras.RNN(cell)` is speed: the work that needs the
+whole sequence is done before the time loop.  The cell's per-sequence
+constants (stacked kernels, weight-normalized or layer-normalized kernels)
+are made once, as under `hmkeras.RNN(cell)`, and the input projection of every step (the
 bottom layer's `W_1 x_t` of the hierarchical cells, with its layer
 normalization; the mLSTM's `W_mx x_t` and `W_*x x_t`) is one matrix
 product over the whole sequence, `cell.project_sequence`.  The time loop
 then steps `cell.call_projected` over the projections.  The results are
-those of `RNN(cell)` up to the rounding of the larger matrix product.
+those of `hmkeras.RNN(cell)` up to the rounding of the larger matrix
+product.
 
 A cell served by a sequence layer implements:
 
