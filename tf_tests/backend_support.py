@@ -42,27 +42,10 @@ def compiled(layer, training=True):
 
 def input_gradients(function, *arrays):
     """Gradients of the scalar `function(*tensors)` with respect to each
-    input, as NumPy arrays, by the backend's own differentiation."""
-    if BACKEND == "tensorflow":
-        import tensorflow as tf
-
-        tensors = [tf.convert_to_tensor(a) for a in arrays]
-        with tf.GradientTape() as tape:
-            for tensor in tensors:
-                tape.watch(tensor)
-            value = function(*tensors)
-        return [np.asarray(g) for g in tape.gradient(value, tensors)]
-    if BACKEND == "jax":
-        import jax
-
-        grads = jax.grad(function, argnums=tuple(range(len(arrays))))(
-            *[keras.ops.convert_to_tensor(a) for a in arrays])
-        return [np.asarray(g) for g in grads]
-    import torch
-
-    tensors = [torch.tensor(np.asarray(a), requires_grad=True) for a in arrays]
-    function(*tensors).backward()
-    return [t.grad.numpy() for t in tensors]
+    input, as NumPy arrays, by the backend's own differentiation
+    (`traced_gradients`, evaluated)."""
+    _, gradients = traced_gradients(lambda *tensors: (function(*tensors), None), *arrays)
+    return [np.asarray(g) for g in gradients]
 
 
 def weight_gradients(layer, objective, *args, **kwargs):
