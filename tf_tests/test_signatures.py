@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import hmkeras
+from hmkeras.cells import sequence_layer
 
 PUBLIC_CLASSES = sorted(
     {getattr(hmkeras, name) for name in hmkeras.__all__
@@ -154,6 +155,29 @@ def test_sequence_layer_documents_its_signature_in_order(cls):
     for names, text in entries.items():
         if set(names) <= cell_arguments:
             assert cell_entries.get(names) == text, (cls.__name__, names)
+
+
+@pytest.mark.parametrize("cls", SEQUENCE_LAYERS, ids=lambda cls: cls.__name__)
+def test_sequence_layer_init_is_explicit_and_takes_its_cells_arguments(cls):
+    """The layer's own `__init__` (what IDEs and `help()` read) has the
+    cell's parameters (names, kinds, defaults, in order), the layer's own,
+    the keyword-only RNN arguments and `**kwargs`; each reaches the cell."""
+    assert "__init__" in vars(cls) and "__signature__" not in vars(cls)
+    parameters = list(inspect.signature(cls).parameters.values())
+    cell = [p for p in inspect.signature(cls.cell_class).parameters.values()
+            if p.kind is not p.VAR_KEYWORD]
+    assert parameters[:len(cell)] == cell
+    rest = parameters[len(cell):]
+    own = ["boundary_prior", "segment_lengths"] if cls is not hmkeras.MultiplicativeLSTM else []
+    assert [p.name for p in rest] == [*own, *sequence_layer.RNN_ARGUMENTS, "kwargs"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in rest[:-1])
+    assert all(p.default is False for p in rest[len(own):-1])
+    # Every cell argument given to the layer reaches its cell.
+    instance = SERIALIZABLE[cls.cell_class.__name__]()
+    cell_config = instance.get_config()
+    given = {p.name: cell_config[p.name] for p in cell}
+    layer = cls(**given)
+    assert {k: layer.cell.get_config()[k] for k in given} == given
 
 
 def test_hierarchical_base_has_the_shared_signature():

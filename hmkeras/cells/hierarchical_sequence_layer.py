@@ -6,22 +6,15 @@
 training) and the cell's `split_outputs`.
 """
 
-import inspect
-
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.sequence_layer import SequenceLayer
 
 class HierarchicalSequenceLayer(SequenceLayer):
     """Base of `HMLSTM` and `HMRNN`; see `SequenceLayer`."""
 
-    layer_parameters = (
-        inspect.Parameter("boundary_prior", inspect.Parameter.KEYWORD_ONLY, default="rate"),
-        inspect.Parameter("segment_lengths", inspect.Parameter.KEYWORD_ONLY, default=None),
-    )
-
-    def set_layer_arguments(self, boundary_prior, segment_lengths):
-        prior = prior_for(boundary_prior, segment_lengths, self.cell.num_layers)
-        self._boundary_prior = prior
+    def __init__(self, cell, *, boundary_prior="rate", segment_lengths=None, **kwargs):
+        super().__init__(cell, **kwargs)
+        self._boundary_prior = prior_for(boundary_prior, segment_lengths, cell.num_layers)
 
     @property
     def boundary_prior(self):
@@ -34,9 +27,10 @@ class HierarchicalSequenceLayer(SequenceLayer):
         prior = self._boundary_prior
         return None if prior is None else prior.segment_lengths
 
-    def layer_arguments_config(self):
+    def get_config(self):
         prior = self._boundary_prior
         return {
+            **super().get_config(),
             "boundary_prior": None if prior is None else prior.form,
             "segment_lengths": None if prior is None else list(prior.segment_lengths),
         }

@@ -3,6 +3,7 @@
 import keras
 
 from hmkeras.cells.hierarchical_sequence_layer import HierarchicalSequenceLayer
+from hmkeras.cells.sequence_layer import cell_base_arguments
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
 
 
@@ -99,3 +100,77 @@ class HMRNN(HierarchicalSequenceLayer):
 
     cell_name = "hmrnn_cell"
     cell_class = HMRNNCell
+
+    def __init__(
+        self,
+        units,
+        num_layers=None,
+        *,
+        boundary_mode="step",
+        slope=1.0,
+        layer_norm=True,
+        layer_norm_gain=0.2,
+        top_down=True,
+        boundary_bias=0.0,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        boundary_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        sparse_updates=False,
+        boundary_prior="rate",
+        segment_lengths=None,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        unroll=False,
+        zero_output_for_mask=False,
+        **kwargs,
+    ):
+        cell = HMRNNCell(
+            units,
+            num_layers,
+            boundary_mode=boundary_mode,
+            slope=slope,
+            layer_norm=layer_norm,
+            layer_norm_gain=layer_norm_gain,
+            top_down=top_down,
+            boundary_bias=boundary_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            boundary_initializer=boundary_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            sparse_updates=sparse_updates,
+            name=self.cell_name,
+            **cell_base_arguments(kwargs),
+        )
+        super().__init__(
+            cell,
+            boundary_prior=boundary_prior,
+            segment_lengths=segment_lengths,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            zero_output_for_mask=zero_output_for_mask,
+            **kwargs,
+        )

@@ -4,6 +4,7 @@ import keras
 
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
 from hmkeras.cells.sequence_layer import SequenceLayer
+from hmkeras.cells.sequence_layer import cell_base_arguments
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -110,3 +111,71 @@ class MultiplicativeLSTM(SequenceLayer):
 
     cell_name = "multiplicative_lstm_cell"
     cell_class = MultiplicativeLSTMCell
+
+    def __init__(
+        self,
+        units,
+        multiplicative_units=None,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        forget_bias=3.0,
+        recurrent_init_scale=0.7,
+        weight_normalization=False,
+        weight_normalization_scope="recurrent",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        *,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        unroll=False,
+        zero_output_for_mask=False,
+        **kwargs,
+    ):
+        cell = MultiplicativeLSTMCell(
+            units,
+            multiplicative_units=multiplicative_units,
+            activation=activation,
+            recurrent_activation=recurrent_activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            forget_bias=forget_bias,
+            recurrent_init_scale=recurrent_init_scale,
+            weight_normalization=weight_normalization,
+            weight_normalization_scope=weight_normalization_scope,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            name=self.cell_name,
+            **cell_base_arguments(kwargs),
+        )
+        super().__init__(
+            cell,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            zero_output_for_mask=zero_output_for_mask,
+            **kwargs,
+        )

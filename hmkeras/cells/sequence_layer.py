@@ -28,9 +28,9 @@ A cell served by a sequence layer implements:
   the step of `call` from one step of those projections.
 
 The time loop is Keras' own: the public `keras.layers.RNN.inner_loop` of
-a loop layer made for the call (`_ProjectedSteps` is its cell, the layer's
-cell stepping over the projections), so masking, `go_backwards`, `unroll`
-and `zero_output_for_mask` behave as in every Keras RNN.
+a loop made once with the layer (`_ProjectedLoop`, whose cell is the
+layer's cell stepping over the projections), so masking, `go_backwards`,
+`unroll` and `zero_output_for_mask` behave as in every Keras RNN.
 """
 
 import inspect
@@ -62,28 +62,21 @@ def apply_to_steps(function, sequences):
     return ops.reshape(result, (batch, time, *result.shape[1:]))
 
 
-def _cell_parameters(cell_class):
-    """The cell constructor's parameters, without `self` and `**kwargs`."""
+def cell_argument_names(cell_class):
+    """The names of the cell constructor's arguments, without `self` and
+    `**kwargs`: the arguments a sequence layer passes to its cell."""
     parameters = inspect.signature(cell_class.__init__).parameters
-    return [
-        p for name, p in parameters.items()
+    return tuple(
+        name for name, p in parameters.items()
         if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    ]
+    )
 
 
-def _cell_argument_names(cell_class):
-    return tuple(p.name for p in _cell_parameters(cell_class))
-
-
-def _layer_signature(cls):
-    """The cell's parameters, the layer's own and the RNN arguments
-    (keyword-only), `**kwargs`."""
-    parameters = _cell_parameters(cls.cell_class) + list(cls.layer_parameters) + [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False)
-        for name in RNN_ARGUMENTS
-    ]
-    parameters.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
-    return inspect.Signature(parameters)
+def cell_base_arguments(layer_kwargs):
+    """The base-layer arguments a sequence layer's cell shares with the
+    layer (`dtype`, `trainable`), from the layer's `**kwargs`."""
+    return {"dtype": layer_kwargs.get("dtype"),
+            "trainable": layer_kwargs.get("trainable", True)}
 
 
 def _cell_property(name):
@@ -100,66 +93,60 @@ class SequenceLayer(RNN):
 
     A subclass sets `cell_class` and `cell_name` (the name Keras gives a
     cell of that class, so that weight paths are those of `RNN(cell)`:
-    `<layer name>/<cell name>/<weight>`).  The layer's signature is the
-    cell's constructor arguments, the layer's own (`layer_parameters`),
-    then the keyword-only RNN arguments (`RNN_ARGUMENTS`) and `**kwargs`;
-    the subclass's docstring documents them all in its `Args` section, in
-    that order, each cell argument as the cell documents it
-    (`tf_tests/test_signatures.py` checks both).  The cell's arguments are
-    read-only attributes of the layer.
+    `<layer name>/<cell name>/<weight>`), and writes its `__init__` as
+    Keras' `LSTM` does: the cell's constructor arguments in the cell's
+    order, the layer's own, then the keyword-only RNN arguments
+    (`RNN_ARGUMENTS`) and `**kwargs`; it makes its cell and passes it here.
+    Its docstring documents them all in its `Args` section, in that order,
+    each cell argument as the cell documents it
+    (`tf_tests/test_signatures.py` checks the signature and the text).  The
+    cell's arguments are read-only attributes of the layer.
+
+    Args:
+        cell: The layer's cell, an instance of `cell_class`.
+        return_sequences, return_state, go_backwards, stateful, unroll,
+            zero_output_for_mask: As in `keras.layers.RNN`; booleans.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
     """
 
     cell_class = None
     cell_name = None
-    # The layer's own arguments, besides the cell's and the RNN's: keyword-
-    # only `inspect.Parameter`s, taken by `set_layer_arguments` (called
-    # after the cell is made).
-    layer_parameters = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.cell_class is None:
             return
-        # The signature: the cell's arguments, the layer's, then the RNN's.
-        cls.__signature__ = _layer_signature(cls)
-        for name in _cell_argument_names(cls.cell_class):
+        for name in cell_argument_names(cls.cell_class):
             if not any(name in vars(base) for base in cls.__mro__):
                 setattr(cls, name, _cell_property(name))
 
-    def __init__(self, *args, **kwargs):
-        signature = type(self).__signature__
-        bound = signature.bind(*args, **kwargs)  # TypeError on bad arguments
-        arguments = dict(bound.arguments)
-        layer_kwargs = arguments.pop("kwargs", {})
-        own = {
-            p.name: arguments.pop(p.name, p.default) for p in self.layer_parameters
-        }
+    def __init__(
+        self,
+        cell,
+        *,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        unroll=False,
+        zero_output_for_mask=False,
+        **kwargs,
+    ):
         # Keras' RNN reads any truthy value as True: refuse non-booleans.
-        rnn_kwargs = {
-            k: argument_checks.check_bool(k, arguments.pop(k))
-            for k in RNN_ARGUMENTS if k in arguments
+        rnn_arguments = {
+            "return_sequences": return_sequences, "return_state": return_state,
+            "go_backwards": go_backwards, "stateful": stateful, "unroll": unroll,
+            "zero_output_for_mask": zero_output_for_mask,
         }
-        cell = self.cell_class(
-            dtype=layer_kwargs.get("dtype"),
-            trainable=layer_kwargs.get("trainable", True),
-            name=self.cell_name,
-            **arguments,
-        )
-        super().__init__(cell, **rnn_kwargs, **layer_kwargs)
+        rnn_arguments = {k: argument_checks.check_bool(k, v) for k, v in rnn_arguments.items()}
+        super().__init__(cell, **rnn_arguments, **kwargs)
         self.input_spec = keras.layers.InputSpec(ndim=3)
-        self.set_layer_arguments(**own)
+        self._projected_loop = _ProjectedLoop(self)
 
     def needs_all_outputs(self, training):
         """Whether the time loop keeps every step's output even without
         `return_sequences` (for a loss over the sequence); False here."""
         return False
-
-    def set_layer_arguments(self, **arguments):
-        """Takes the layer's own arguments (`layer_parameters`); none here."""
-
-    def layer_arguments_config(self):
-        """The layer's own arguments, for `get_config`; none here."""
-        return {}
 
     def build(self, sequences_shape, initial_state_shape=None):
         argument_checks.check_time_steps(type(self).__name__, sequences_shape)
@@ -179,15 +166,10 @@ class SequenceLayer(RNN):
         argument_checks.check_float_inputs(type(self).__name__, sequences)
         # Work on the whole sequence, before the loop (one matrix product).
         projected = self.cell.project_sequence(sequences, training=training)
-        loop = keras.layers.RNN(
-            _ProjectedSteps(self.cell, training),
+        return self._projected_loop.run(
+            projected, initial_state, mask, training=training,
             return_sequences=self.return_sequences or self.needs_all_outputs(training),
-            go_backwards=self.go_backwards,
-            unroll=self.unroll,
-            zero_output_for_mask=self.zero_output_for_mask,
-            name=f"{self.name}_loop",
         )
-        return loop.inner_loop(projected, initial_state, mask, training=training)
 
     def get_config(self):
         config = super().get_config()
@@ -195,28 +177,45 @@ class SequenceLayer(RNN):
         cell_config = self.cell.get_config()
         for key in _LAYER_KEYS:
             cell_config.pop(key, None)
-        return {**config, **cell_config, **self.layer_arguments_config()}
+        return {**config, **cell_config}
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
 
 
-class _ProjectedSteps:
-    """The cell of a sequence layer's time loop: `cell.call_projected` on one
-    step of the projections (see the module docstring).
+class _ProjectedLoop:
+    """A sequence layer's time loop over the projections, made once with
+    the layer: Keras' own loop (`keras.layers.RNN.inner_loop`) stepping
+    `cell.call_projected` (see the module docstring), with the layer's
+    loop settings as they are at the call.
 
-    Not a layer (it has no weights, and the loop layer passes it no
-    `training`: it holds the call's).
+    Not a layer: it has no weights, and its cell is the layer's (tracking
+    it would add a second path to the cell's weights).  Keras' loop passes
+    a cell that is not a layer no `training`; the loop holds the call's.
     """
 
-    def __init__(self, cell, training):
-        self.cell = cell
-        self.state_size = cell.state_size
-        self.output_size = cell.output_size
-        self.training = training
+    # The layer's `keras.layers.RNN` settings that the loop follows.
+    SETTINGS = ("go_backwards", "unroll", "zero_output_for_mask")
+
+    def __init__(self, layer):
+        self.layer = layer
+        self.cell = layer.cell
+        self.state_size = layer.cell.state_size
+        self.output_size = layer.cell.output_size
+        self.training = False
+        self._loop = keras.layers.RNN(self, name=f"{layer.name}_loop")
 
     def call(self, projected, states):
+        """One step: the cell's `call_projected`."""
         return self.cell.call_projected(projected, list(states), training=self.training)
 
     __call__ = call
+
+    def run(self, projected, initial_state, mask, training, return_sequences):
+        """The loop over `projected`: Keras' `(last_output, outputs, states)`."""
+        self.training = training
+        for name in self.SETTINGS:
+            setattr(self._loop, name, getattr(self.layer, name))
+        self._loop.return_sequences = return_sequences
+        return self._loop.inner_loop(projected, initial_state, mask, training=training)

@@ -31,6 +31,7 @@ from hmkeras import argument_checks
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.hm_rnn_cell import HMRNNCell
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+from hmkeras.models.initializer_seeds import seeded_initializers
 
 #: The cell class of every cell name of the models.
 CELL_CLASSES = {
@@ -99,9 +100,11 @@ def _make_cell(cell, options, units, num_layers):
             if name in options:
                 options[name] = argument_checks.check_rate(name, options[name])
     arguments = (units, num_layers) if cell in ("hmlstm", "hmrnn") else (units,)
-    return CELL_CLASSES[cell](
-        *arguments, seed=_CHECK_SEED, name=_CHECK_NAME, **options
-    )
+    # Checking draws nothing from the program's random state.
+    with seeded_initializers(_CHECK_SEED):
+        return CELL_CLASSES[cell](
+            *arguments, seed=_CHECK_SEED, name=_CHECK_NAME, **options
+        )
 
 
 def check_cell_options(cell, options, units, num_layers):

@@ -32,6 +32,11 @@ ids and the RNN state, its outputs the logits, the raw per-step RNN output
     network([tokens (batch, time), state_0, ..., state_k])
         -> [logits (batch, time, vocab), rnn_outputs, state_0', ..., state_k']
 
+With a hierarchical cell the network also adds, while training, the
+boundary prior and the placement to its losses (`model.boundary_prior`,
+`model.boundary_placement`; `hmkeras.models.boundary_losses`): a plain
+`network.compile(...)` and `fit` trains the model the main job trains.
+
 The same weights therefore serve truncated-BPTT training (the state carried
 in variables, `hmkeras.training.stateful_training`), the batch-1 evaluation with the
 state carried over a whole test set (`hmkeras.analysis.evaluation`) and the stepwise
@@ -69,11 +74,13 @@ from hmkeras.cells.hm_rnn import HMRNN
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.heads.gated_output_embedding import GatedOutputEmbedding
 from hmkeras.heads.simple_output_embedding import SimpleOutputEmbedding
+from hmkeras.models.boundary_losses import BoundaryLosses
 from hmkeras.models.cell_options import CELL_CLASSES
 from hmkeras.models.cell_options import check_cell_options
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
+from hmkeras.models.initializer_seeds import seeded_initializers
 
 CELLS = tuple(CELL_CLASSES)
 HIERARCHICAL_CELLS = ("hmlstm", "hmrnn")
@@ -163,7 +170,9 @@ class CharLanguageModelConfig(JsonConfig):
             says. A JSON configuration without the field (`from_json`)
             reads back as None: the prior alone.
         l2: L2 weight penalty on every kernel (0 for none).
-        seed: Seed of the initializers (None: random).
+        seed: Seed of the initial weights and the cells' dropout masks
+            (None: random); the program's random state is left alone
+            (`hmkeras.models.initializer_seeds`).
         sequence_layer: Build the cell's sequence layer (`HMLSTM`, `HMRNN`,
             `MultiplicativeLSTM`, `keras.layers.LSTM`; faster) rather than
             `hmkeras.RNN(cell)`. Same numbers up to rounding; the
@@ -270,18 +279,19 @@ class CharLanguageModel:
         config = resolve_config(CharLanguageModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
-        self.network = self._build()
-        # Added to the training loss by `TruncatedBPTTModel` (an extension,
-        # on by default for the hierarchical cells; None: the papers' model).
+        # The network's losses while training (an extension, on by default
+        # for the hierarchical cells; None: the papers' model).
         self.boundary_prior = None
-        if self.is_hierarchical:
+        self.boundary_placement = None
+        if config.cell in HIERARCHICAL_CELLS:
             self.boundary_prior = prior_for(
                 config.boundary_prior, config.segment_lengths, config.num_layers
             )
         # Beside the prior (never without it): where the boundaries go.
-        self.boundary_placement = None
         if self.boundary_prior is not None and config.boundary_placement is not None:
             self.boundary_placement = BoundaryPlacement(form=config.boundary_placement)
+        with seeded_initializers(config.seed):
+            self.network = self._build()
 
     # ------------------------------------------------------------------
     def _regularizer(self):
@@ -332,8 +342,8 @@ class CharLanguageModel:
             )
 
         if c.cell in HIERARCHICAL_CELLS:
-            # The model adds the prior to its training loss itself
-            # (`boundary_prior`), with either kind of layer.
+            # The network adds the prior itself (`BoundaryLosses`), with
+            # either kind of layer.
             prior = dict(boundary_prior=None) if c.sequence_layer else {}
             rnn = layer(0, c.units, c.num_layers, **prior)
             self.hierarchical_cell = rnn.cell
@@ -346,8 +356,6 @@ class CharLanguageModel:
 
     def _build(self):
         c = self.config
-        if c.seed is not None:
-            keras.utils.set_random_seed(c.seed)
         rnn_layers, self.layer_sizes = self._recurrent_layers()
         self.state_sizes = state_sizes(rnn_layers)
         tokens = keras.Input((None,), dtype="int32", name="tokens")
@@ -365,6 +373,12 @@ class CharLanguageModel:
         logits = keras.layers.Dense(
             c.vocab_size, kernel_regularizer=self._regularizer(), name="logits"
         )(hidden)
+        if self.boundary_prior is not None:
+            width = sum(self.layer_sizes)
+            logits = BoundaryLosses(
+                (width, width + c.num_layers - 1), self.boundary_prior,
+                self.boundary_placement, name="boundary_losses",
+            )(rnn_outputs, logits=logits)
         return keras.Model(
             [tokens, *states], [logits, rnn_outputs, *new_states],
             name=f"char_lm_{c.cell}",

@@ -53,6 +53,7 @@ from hmkeras.models.char_language_model import state_sizes
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
+from hmkeras.models.initializer_seeds import seeded_initializers
 
 #: Features per step: dx, dy, pen_up.
 STEP_FEATURES = 3
@@ -155,7 +156,8 @@ class HandwritingModel(CharLanguageModel):
         config = resolve_config(HandwritingModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
-        self.network = self._build()
+        with seeded_initializers(config.seed):
+            self.network = self._build()
         self.boundary_prior = None
         if self.is_hierarchical:
             self.boundary_prior = prior_for(
@@ -164,8 +166,6 @@ class HandwritingModel(CharLanguageModel):
 
     def _build(self):
         c = self.config
-        if c.seed is not None:
-            keras.utils.set_random_seed(c.seed)
         # The layers of the char model (`CharLanguageModel._recurrent_layers`).
         rnn_layers, self.layer_sizes = self._recurrent_layers()
         self.state_sizes = state_sizes(rnn_layers)

@@ -88,9 +88,11 @@ from hmkeras.cells.hm_lstm import HMLSTM
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.cells.multiplicative_lstm import MultiplicativeLSTM
 from hmkeras.cells.multiplicative_lstm_cell import MultiplicativeLSTMCell
+from hmkeras.models.boundary_losses import BoundaryLosses
 from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
+from hmkeras.models.initializer_seeds import seeded_initializers
 from hmkeras.models.tied_embedding import TiedEmbedding
 from hmkeras.wrappers.attention_wrapper import AttentionWrapper
 from hmkeras.wrappers.averaging_wrapper import AveragingWrapper
@@ -134,7 +136,9 @@ class WordLanguageModelConfig(JsonConfig):
         segment_lengths: The prior's expected segment length per boundary
             layer, in words (None: the defaults, ``(5,)`` for two layers);
             ``"hmlstm"`` only.
-        seed: Seed of the initializers (None: random).
+        seed: Seed of the initial weights and the cells' dropout masks
+            (None: random); the program's random state is left alone
+            (`hmkeras.models.initializer_seeds`).
         sequence_layer: The unwrapped layers are the cells' sequence
             layers (True; faster) rather than `hmkeras.RNN(cell)`;
             the wrapped top layer is always `hmkeras.RNN(wrapper)`. Same numbers
@@ -232,7 +236,8 @@ class WordLanguageModel:
         if config.cell in HIERARCHICAL_CELLS:
             self.boundary_prior = prior_for(
                 config.boundary_prior, config.segment_lengths, config.num_layers)
-        self.network = self._build()
+        with seeded_initializers(config.seed):
+            self.network = self._build()
 
     def _uniform(self, index):
         c = self.config
@@ -245,7 +250,7 @@ class WordLanguageModel:
         c = self.config
         if c.cell == "hmlstm":
             # The layer adds no prior of its own: the model adds it, masked
-            # (`_BoundaryPriorLoss`), with either kind of layer and wrapper.
+            # (`BoundaryLosses`), with either kind of layer and wrapper.
             prior = dict(boundary_prior=None) if c.sequence_layer and c.wrapper == "none" else {}
             return [(HMLSTMCell, HMLSTM, (c.units,),
                      dict(num_layers=c.num_layers, seed=c.seed, **prior), None)]
@@ -302,8 +307,6 @@ class WordLanguageModel:
 
     def _build(self):
         c = self.config
-        if c.seed is not None:
-            keras.utils.set_random_seed(c.seed)
         dim = c.embedding_dim or c.units
         tokens = keras.Input((None,), dtype="int32", name="tokens")
         self.embedding = TiedEmbedding(
@@ -321,8 +324,8 @@ class WordLanguageModel:
                 stop = layers[0].cell.output_size
             columns = (stop - (c.num_layers - 1), stop)
             if self.boundary_prior is not None:
-                x = _BoundaryPriorLoss(self.boundary_prior, columns, name="boundary_prior")(
-                    [x, tokens])
+                x = BoundaryLosses(columns, self.boundary_prior, pad_id=PAD_ID,
+                                   name="boundary_prior")(x, tokens=tokens)
             self.boundary_network = keras.Model(
                 tokens, x[..., columns[0]:columns[1]], name="boundaries")
         rnn_output = x
@@ -352,35 +355,6 @@ class WordLanguageModel:
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
-class _BoundaryPriorLoss(keras.layers.Layer):
-    """The identity on the RNN output that, while training, adds
-    `prior(z, mask=tokens != PAD_ID)`, `z` the output's `columns` (the
-    HM-LSTM's boundaries, `(start, stop)`)."""
-
-    def __init__(self, prior, columns, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(prior, dict):  # from `get_config`
-            prior = keras.saving.deserialize_keras_object(prior)
-        self.prior = prior
-        self.columns = tuple(columns)
-
-    def get_config(self):
-        return {**super().get_config(),
-                "prior": keras.saving.serialize_keras_object(self.prior),
-                "columns": list(self.columns)}
-
-    def call(self, inputs, training=False):
-        outputs, tokens = inputs
-        if training:
-            start, stop = self.columns
-            mask = keras.ops.not_equal(tokens, PAD_ID)
-            self.add_loss(self.prior(outputs[..., start:stop], mask=mask))
-        return outputs
-
-    def compute_output_shape(self, input_shape):
-        return input_shape[0]
-
-
 def sentence_boundary_rates(lm, batches):
     """The HM-LSTM's boundary rate per layer over the real tokens of
     `batches` (a `SentenceBatches`): a list of `num_layers - 1` floats.

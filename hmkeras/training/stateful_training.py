@@ -232,13 +232,9 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
             logits, rnn_outputs, *state = self.network(
                 [x, *self._initial_state(x, row_ids)], training=True
             )
+            # The cross entropy and the network's losses: the weight
+            # penalties, the boundary prior and placement (`BoundaryLosses`).
             loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
-            if lm.boundary_prior is not None:
-                penalty = lm.boundary_prior(rnn_outputs)
-                loss = loss + tf.cast(penalty, loss.dtype) / replicas
-            if lm.boundary_placement is not None:
-                placement = lm.boundary_placement(lm.boundaries(rnn_outputs), logits)
-                loss = loss + tf.cast(placement, loss.dtype) / replicas
             # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
             # gradients it unscales must come from the scaled loss.
             scaled_loss = self.optimizer.scale_loss(loss)

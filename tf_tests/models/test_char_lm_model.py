@@ -218,3 +218,49 @@ def test_word_level_figures_follow_krause_eq_23():
         EvaluationResult(bpc=1.0, num_targets=5).word_level(3)
     with pytest.raises(ValueError, match="`num_symbols` and `num_words` must be positive"):
         result.word_level(0)
+
+
+@pytest.mark.parametrize("sequence_layer", [True, False])
+def test_network_adds_the_prior_and_the_placement_while_training(sequence_layer):
+    # The network's own losses in training are the prior and Eq. (1) of the
+    # batch, computed here from its outputs; in inference it adds none.
+    lm = CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
+                           output_units=8, seed=1, sequence_layer=sequence_layer)
+    tokens = np.random.default_rng(5).integers(0, 7, size=(4, 12)).astype("int32")
+    logits, rnn_outputs, *_ = lm.network([tokens, *lm.zero_state(4)], training=True)
+    expected = [float(lm.boundary_prior(rnn_outputs)),
+                float(lm.boundary_placement(lm.boundaries(rnn_outputs), logits))]
+    assert expected[0] > 0 and expected[1] > 0
+    np.testing.assert_allclose([float(v) for v in lm.network.losses], expected, rtol=1e-6)
+    lm.network([tokens, *lm.zero_state(4)], training=False)
+    assert lm.network.losses == []
+    papers = CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
+                               output_units=8, seed=1, boundary_prior=None)
+    papers.network([tokens, *papers.zero_state(4)], training=True)
+    assert papers.network.losses == []
+
+
+def test_fit_on_the_network_is_the_training_of_the_main_job():
+    # Keras' own compile and fit on the network's predictions (from the
+    # zero state) take the step the trainer takes: the same weights after.
+    tokens = np.random.default_rng(5).integers(0, 7, size=(4, 12)).astype("int32")
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def language_model():
+        return CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
+                                 output_units=8, seed=1)
+
+    own = language_model()
+    predictor = keras.Model(own.network.inputs, own.network.outputs[0])
+    predictor.compile(keras.optimizers.SGD(0.5), loss=cross_entropy)
+    predictor.fit([tokens, *own.zero_state(4)], tokens, batch_size=4, verbose=0)
+    assert len(predictor.losses) == 2  # the prior and the placement
+    trained = language_model()
+    trainer = TruncatedBPTTModel(trained, batch_size=4, carry_state=False)
+    trainer.compile(keras.optimizers.SGD(0.5), loss=cross_entropy)
+    trainer.fit(tokens, tokens, batch_size=4, verbose=0)
+    initial = language_model()
+    for a, b in zip(own.network.weights, trained.network.weights):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
+    assert any(not np.allclose(np.asarray(a), np.asarray(s))
+               for a, s in zip(own.network.weights, initial.network.weights))

@@ -197,3 +197,44 @@ def test_language_model_config_argument():
         CharLanguageModel(CharLanguageModelConfig(vocab_size=5), units=4)
     with pytest.raises(TypeError):
         CharLanguageModel(vocab_size=5, unknown_option=1)
+
+
+def _models_with_a_seed(seed):
+    from hmkeras.models.handwriting_model import HandwritingModel
+    from hmkeras.models.word_language_model import WordLanguageModel
+
+    return {
+        "char hmlstm": CharLanguageModel(vocab_size=9, units=6, embedding_dim=3,
+                                         output_units=6, seed=seed),
+        "char lstm": CharLanguageModel(vocab_size=9, cell="lstm", units=6,
+                                       embedding_dim=3, output_units=6, seed=seed),
+        "word lstm": WordLanguageModel(vocab_size=9, cell="lstm", units=6, seed=seed),
+        "word hmlstm": WordLanguageModel(vocab_size=9, cell="hmlstm", units=6, seed=seed),
+        "handwriting": HandwritingModel(units=6, seed=seed),
+    }
+
+
+def _random_state():
+    import random
+
+    return random.getstate(), np.random.get_state()[1].tobytes()
+
+
+def test_a_models_seed_sets_its_weights_and_leaves_the_program_random_state():
+    # Every initial weight follows from the model's seed, whatever the
+    # program's random state; building a model does not reseed the program.
+    keras.utils.set_random_seed(11)
+    first = _models_with_a_seed(4)
+    keras.utils.set_random_seed(12)
+    before = _random_state()
+    again = _models_with_a_seed(4)
+    assert _random_state() == before
+    other = _models_with_a_seed(5)
+    for name, model in first.items():
+        weights = [np.asarray(w) for w in model.network.weights]
+        assert weights and all(
+            np.array_equal(a, np.asarray(b)) for a, b in zip(weights, again[name].network.weights)
+        ), name
+        assert not all(
+            np.array_equal(a, np.asarray(b)) for a, b in zip(weights, other[name].network.weights)
+        ), name
