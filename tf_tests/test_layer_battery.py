@@ -3,7 +3,9 @@
 The cases (one tiny instance per class, with the expectations computed
 from the equations) are in `layer_battery.py`; each test below is one
 check, parametrized over the cases (ids `check[case]`).  A check that does
-not apply to a class is skipped with the reason the case gives.
+not apply to a class is skipped with the reason the case gives.  The
+checks run on every backend but the SavedModel exports, which are
+TensorFlow's.
 """
 
 import copy
@@ -18,11 +20,15 @@ import tensorflow as tf
 
 import hmkeras
 import layer_battery
+from backend_support import BACKEND
 from layer_battery import BATCH
 from layer_battery import CASES
 from layer_battery import MODEL_CASES
 
+pytestmark = pytest.mark.every_backend
 ids = [case.name for case in CASES]
+tensorflow_export = pytest.mark.skipif(
+    BACKEND != "tensorflow", reason="a TensorFlow SavedModel needs the TensorFlow backend")
 
 
 def _skip_if_not_applicable(case, check):
@@ -126,22 +132,32 @@ def test_xla_training(case):
     _skip_if_not_applicable(case, "xla_training")
     keras.utils.set_random_seed(0)
     model, tested = layer_battery.model_of(case)
+    # The same weights on every backend (Keras' random draws are the
+    # backend's; whether a hierarchical cell's upper layer updates at all
+    # in the few steps depends on them): the matrices Glorot-uniform from
+    # NumPy, the vectors as initialized (constants).
+    rng = np.random.default_rng(0)
+    for w in tested.trainable_weights:
+        if len(w.shape) >= 2:
+            limit = np.sqrt(6.0 / (np.prod(w.shape[:-1]) + w.shape[-1]))
+            w.assign(rng.uniform(-limit, limit, w.shape).astype("float32"))
     model.compile(keras.optimizers.Adam(0.01), "mse", jit_compile=True)
     x = layer_battery.case_inputs(case)
     y = np.random.default_rng(1).normal(
         size=(BATCH, *case.output_shape)).astype("float32")
-    before = {w.path: w.numpy().copy() for w in tested.weights}
+    before = {w.path: keras.ops.convert_to_numpy(w).copy() for w in tested.weights}
     with warnings.catch_warnings():
         if case.frozen_in_training:  # Keras warns of the unused weights
             warnings.filterwarnings("ignore", "Gradients do not exist")
         loss = model.train_on_batch(x, y)
     assert np.isfinite(loss)
     for w in tested.trainable_weights:
-        moved = not np.array_equal(before[w.path], w.numpy())
+        moved = not np.array_equal(before[w.path], keras.ops.convert_to_numpy(w))
         frozen = w.name in case.frozen_in_training
         assert moved != frozen, (w.path, case.frozen_in_training.get(w.name))
     for w in tested.non_trainable_weights:
-        np.testing.assert_array_equal(w.numpy(), before[w.path], err_msg=w.path)
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(w), before[w.path],
+                                      err_msg=w.path)
 
 
 @pytest.fixture(params=["mixed_float16", "mixed_bfloat16"])
@@ -177,7 +193,7 @@ def test_mixed_precision(case, policy):
         expected = np.asarray(reference(x, **case.call_kwargs))
     finally:
         keras.config.set_dtype_policy(policy)
-    mixed = np.asarray(tf.cast(mixed, tf.float32))
+    mixed = keras.ops.convert_to_numpy(keras.ops.cast(mixed, "float32"))
     assert np.all(np.isfinite(mixed))
     tolerance = 2e-2 if policy.compute_dtype == "float16" else 8e-2
     mixed, expected = _until_boundaries_disagree(runnable, mixed, expected)
@@ -214,12 +230,20 @@ def _mask_data(case):
     return x, mask
 
 
+# Keras' JAX loop repeats a masked step's output from the cell's first
+# state, so on JAX the loops zero it (`hmkeras.RNN` refuses the other).
+ZERO_OUTPUT_FOR_MASK = BACKEND == "jax"
+
+
 def _with_state(case, tested, runnable):
     """The same weights in a layer that also returns its final state."""
     if case.is_cell:
-        return keras.layers.RNN(tested, return_sequences=True, return_state=True)
+        return keras.layers.RNN(tested, return_sequences=True, return_state=True,
+                                zero_output_for_mask=ZERO_OUTPUT_FOR_MASK)
     runnable.build((None, *case.inputs.shape))
     config = {**runnable.get_config(), "return_state": True}
+    if "zero_output_for_mask" in config:
+        config["zero_output_for_mask"] = ZERO_OUTPUT_FOR_MASK
     layer = type(runnable).from_config(config)
     layer.build((None, *case.inputs.shape))
     layer.set_weights(runnable.get_weights())
@@ -238,10 +262,10 @@ def test_masking(case):
         assert tested.supports_masking
         masked = keras.layers.Masking(0.0)(np.where(mask[..., None], x, 0.0))
         y = runnable(masked, **case.call_kwargs)
-        # Keras carries an eager tensor's mask as its `_keras_mask`.
-        np.testing.assert_array_equal(np.asarray(y._keras_mask), mask)
+        if BACKEND == "tensorflow":  # an eager tensor carries its `_keras_mask`
+            np.testing.assert_array_equal(np.asarray(y._keras_mask), mask)
         np.testing.assert_array_equal(
-            np.asarray(tested.compute_mask(masked, masked._keras_mask)), mask)
+            np.asarray(tested.compute_mask(masked, keras.ops.convert_to_tensor(mask))), mask)
         np.testing.assert_allclose(
             np.asarray(y)[mask], np.asarray(runnable(x, **case.call_kwargs))[mask],
             rtol=1e-6, atol=1e-6)
@@ -256,7 +280,8 @@ def test_masking(case):
         np.testing.assert_allclose(np.asarray(state)[1], np.asarray(expected)[0],
                                    rtol=1e-5, atol=1e-6)
     for t in np.flatnonzero(~mask[1]):  # a masked step repeats the last output
-        np.testing.assert_array_equal(outputs[1, t], outputs[1, t - 1])
+        expected = 0.0 * outputs[1, t] if ZERO_OUTPUT_FOR_MASK else outputs[1, t - 1]
+        np.testing.assert_array_equal(outputs[1, t], expected)
     full, *_ = layer(x[:1])
     np.testing.assert_allclose(outputs[0], np.asarray(full)[0], rtol=1e-5, atol=1e-6)
 
@@ -292,11 +317,13 @@ def test_keras_file(case, saved_models):
     assert type(loaded_tested) is type(tested)
     assert _as_json(loaded_tested.get_config()) == _as_json(tested.get_config())
     for a, b in zip(loaded_tested.weights, tested.weights):
-        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=b.path)
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(a),
+                                      keras.ops.convert_to_numpy(b), err_msg=b.path)
     np.testing.assert_array_equal(np.asarray(loaded(x)), expected)
 
 
 @pytest.mark.slow
+@tensorflow_export
 @pytest.mark.parametrize("case", CASES, ids=ids)
 def test_export(case, saved_models):
     """`model.export()` SavedModel, reloaded with TensorFlow alone, serves
@@ -330,6 +357,12 @@ def built_models():
     return get
 
 
+tensorflow_models = pytest.mark.skipif(
+    BACKEND != "tensorflow",
+    reason="the models of hmkeras.models need the TensorFlow backend (docs/guides/backends.md)")
+
+
+@tensorflow_models
 @pytest.mark.parametrize("case", MODEL_CASES, ids=model_ids)
 def test_model_config(case, built_models):
     """`from_config(get_config())`: an equal configuration and, with the
@@ -344,6 +377,7 @@ def test_model_config(case, built_models):
     np.testing.assert_array_equal(np.asarray(clone(x)), expected)
 
 
+@tensorflow_models
 @pytest.mark.parametrize("case", MODEL_CASES, ids=model_ids)
 def test_model_keras_file(case, built_models, tmp_path):
     model, x, expected = built_models(case)
@@ -356,6 +390,7 @@ def test_model_keras_file(case, built_models, tmp_path):
 
 
 @pytest.mark.slow
+@tensorflow_models
 @pytest.mark.parametrize("case", MODEL_CASES, ids=model_ids)
 def test_model_export(case, built_models, tmp_path):
     """A subclassed model is exported with an explicit input signature."""
