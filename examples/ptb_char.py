@@ -143,6 +143,7 @@ def run(s):
 
 def _run(s, changed):
     started = time.time()
+    import keras
     import tensorflow as tf
 
     from hmkeras.analysis import char_lm_report as report
@@ -217,8 +218,13 @@ def _run(s, changed):
     results["segmentation_png"] = report.plot_excerpt(
         lm, vocab, texts["validation"][: s["excerpt_chars"]],
         os.path.join(s["output_dir"], "segmentation.png"), s["cell"])
-    results["step_model"] = export_step_model(
-        lm, vocab, os.path.join(s["output_dir"], "step_model"))
+    results["step_model"] = None
+    if keras.backend.backend() == "tensorflow":
+        results["step_model"] = export_step_model(
+            lm, vocab, os.path.join(s["output_dir"], "step_model"))
+    else:
+        print("The step model is a TensorFlow SavedModel: exported on the TensorFlow "
+              f"backend only, not on {keras.backend.backend()}.")
     with open(os.path.join(s["output_dir"], "steps.jsonl")) as f:
         results["steps"] = sum(1 for _ in f)
     results["wall_seconds"] = clock.total()  # every process that trained it

@@ -260,7 +260,8 @@ def summary_lines(r):
         lines.append(r["segment_excerpt"])
     if r.get("word_discovery"):
         lines += word_discovery_lines(r["word_discovery"])
-    lines.append(f"wrote {r['segmentation_png']} and {r['step_model']}")
+    written = [r["segmentation_png"], r.get("step_model")]
+    lines.append("wrote " + " and ".join(path for path in written if path))
     return lines
 
 

@@ -186,31 +186,51 @@ class ChunkScorer:
         -> (bits, target_bits, boundaries, state)`
     where `target_bits` is `weights * -log2 p(targets)` `(batch, T)`, `bits`
     its sum, `boundaries` the `(batch, T, L-1)` boundaries (empty for
-    non-hierarchical cells).
+    non-hierarchical cells).  Compiled with `tf.function` on TensorFlow
+    and `jax.jit` on JAX (over the weights' current values, passed in:
+    the network's `stateless_call`).
     """
 
     def __init__(self, language_model):
         self.language_model = language_model
-        network = language_model.network
-        hierarchical = language_model.is_hierarchical
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
+            self._score = tf.function(self._score_chunk, reduce_retracing=True)
+        elif backend == "jax":
+            self._score = self._jax_compiled()
+        else:
+            self._score = self._score_chunk
 
-        @tf.function(reduce_retracing=True)
+    def _score_chunk(self, inputs, targets, weights, state):
+        lm = self.language_model
+        logits, rnn_outputs, *new_state = lm.network([inputs, *state], training=False)
+        nats = keras.ops.sparse_categorical_crossentropy(
+            targets, keras.ops.cast(logits, "float32"), from_logits=True)
+        target_bits = nats * weights / _LN2
+        chunk_bits = keras.ops.sum(nats * weights) / _LN2
+        if lm.is_hierarchical:
+            z = lm.boundaries(rnn_outputs)
+        else:
+            z = keras.ops.zeros((*keras.ops.shape(inputs), 0))
+        return chunk_bits, target_bits, z, new_state
+
+    def _jax_compiled(self):
+        import jax  # the backend's own
+
+        network = self.language_model.network
+
+        def stateless(values, inputs, targets, weights, state):
+            with keras.StatelessScope(state_mapping=list(zip(network.variables, values))):
+                return self._score_chunk(inputs, targets, weights, state)
+
+        compiled = jax.jit(stateless)
+
         def score(inputs, targets, weights, state):
-            logits, rnn_outputs, *new_state = network(
-                [inputs, *state], training=False
-            )
-            nats = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=targets, logits=tf.cast(logits, tf.float32)
-            )
-            target_bits = nats * weights / _LN2
-            chunk_bits = tf.reduce_sum(nats * weights) / _LN2
-            if hierarchical:
-                z = language_model.boundaries(rnn_outputs)
-            else:
-                z = tf.zeros(tf.concat([tf.shape(inputs), [0]], 0))
-            return chunk_bits, target_bits, z, new_state
+            values = [v.value for v in network.variables]
+            return compiled(values, *(np.asarray(a) for a in (inputs, targets, weights)),
+                            [np.asarray(s) for s in state])
 
-        self._score = score
+        return score
 
     def __call__(self, inputs, targets, weights, state):
         return self._score(inputs, targets, weights, list(state))
@@ -298,7 +318,7 @@ def _evaluate(language_model, ids, seq_len, batch_size, reference, tolerance,
             f"in text order). Received: batch_size={batch_size!r}"
         )
     scorer = ChunkScorer(language_model)
-    state = [tf.constant(s) for s in language_model.zero_state(batch_size)]
+    state = [keras.ops.convert_to_tensor(s) for s in language_model.zero_state(batch_size)]
     if batch_size == 1:
         chunks = EvaluationChunks(ids, seq_len=seq_len)
         dataset = chunks.dataset(remainder="pad")
@@ -321,13 +341,14 @@ def _evaluate(language_model, ids, seq_len, batch_size, reference, tolerance,
         if count_updates:
             counts.append(sparse_update.count_updates(z, previous_z))
         total_bits += float(chunk_bits)
+        w = w.numpy()
         if return_losses:
-            losses.append(target_bits.numpy()[0][w.numpy()[0] > 0])
-        scored += float(tf.reduce_sum(w))
+            losses.append(keras.ops.convert_to_numpy(target_bits)[0][w[0] > 0])
+        scored += float(w.sum())
         if language_model.is_hierarchical:
-            z = z.numpy()
+            z = keras.ops.convert_to_numpy(z)
             if batch_size == 1:
-                collected.append(z[0][w.numpy()[0] > 0])
+                collected.append(z[0][w[0] > 0])
             else:
                 collected.append(z.reshape(-1, z.shape[-1]))
         progbar.update(index + 1, [("bpc", total_bits / scored)])

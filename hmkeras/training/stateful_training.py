@@ -137,7 +137,7 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
     def reset_carried_state(self):
         """Zeroes the carried state (at the start of every epoch)."""
         for variable in self.carried_state:
-            variable.assign(tf.zeros_like(variable))
+            variable.assign(keras.ops.zeros(variable.shape, variable.dtype))
 
     @staticmethod
     def _tokens_and_rows(inputs):
@@ -155,10 +155,10 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         """The carried state of the rows (all rows without `row_ids`), or
         zeros for the rows of `tokens`."""
         if not self.carry_state:
-            rows = tf.shape(tokens)[0]
-            return [tf.zeros((rows, size)) for size in self.language_model.state_sizes]
+            rows = keras.ops.shape(tokens)[0]
+            return [keras.ops.zeros((rows, size)) for size in self.language_model.state_sizes]
         if row_ids is None:
-            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            replicas = _replicas()
             if replicas > 1:
                 raise ValueError(
                     "TruncatedBPTTModel(carry_state=True) carries the state across "
@@ -168,8 +168,8 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
                     "carry_state=False."
                 )
             return [v.value for v in self.carried_state]
-        row_ids = tf.cast(row_ids, tf.int32)
-        return [tf.gather(v.value, row_ids) for v in self.carried_state]
+        row_ids = keras.ops.cast(row_ids, "int32")
+        return [keras.ops.take(v.value, row_ids, axis=0) for v in self.carried_state]
 
     def _store_state(self, state, row_ids):
         """Carries `state` (the final state of the rows) to the next step.
@@ -181,10 +181,16 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         """
         # The gradient is truncated here: the next window starts from a
         # constant state (truncated BPTT).
-        state = [tf.stop_gradient(value) for value in state]
+        state = [keras.ops.stop_gradient(value) for value in state]
         if row_ids is None:
             for variable, value in zip(self.carried_state, state):
                 variable.assign(value)
+            return
+        if keras.backend.backend() != "tensorflow":  # one device, or a sharded step
+            indices = keras.ops.cast(row_ids, "int32")[:, None]
+            for variable, value in zip(self.carried_state, state):
+                variable.assign(keras.ops.scatter_update(
+                    variable.value, indices, keras.ops.cast(value, variable.dtype)))
             return
         indices = tf.cast(row_ids, tf.int32)[:, None]
         scattered = [
@@ -222,9 +228,16 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         )
         return logits
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        """One step of truncated BPTT. Keras calls it with `(data)` on
+        TensorFlow and with `(state, data)` on JAX, whose step is stateless
+        (`_stateless_train_step`)."""
+        if keras.backend.backend() == "jax":
+            return self._stateless_train_step(*args)
+        return self._tensorflow_train_step(*args)
+
+    def _tensorflow_train_step(self, data):
         (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
-        lm = self.language_model
         # Under a strategy Keras' losses divide each replica's loss by the
         # number of replicas (the gradients are summed over the replicas).
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
@@ -244,13 +257,61 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         self.optimizer.apply(gradients, variables)
         if self.carry_state:
             self._store_state(state, row_ids)
-        cross_entropy = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=tf.cast(y, tf.int32), logits=tf.cast(logits, tf.float32)
-            )
-        )
         # `loss` includes any weight penalty; `bpc` is the bare training
         # cross entropy in bits per character.
+        logs = self._update_metrics(loss, y, logits, rnn_outputs, replicas)
+        return _for_keras_reduction(logs)
+
+    def _stateless_train_step(self, state, data):
+        """The step on JAX: the TensorFlow step's, on the values in `state`
+        (`(trainable, non_trainable, optimizer, metrics)`, in the order of
+        the model's variable lists), which it returns updated.
+
+        The forward pass runs in a `keras.StatelessScope` over those
+        values, which records the carried state's assignment and collects
+        the network's losses; `jax.value_and_grad` differentiates Keras'
+        `compute_loss`; the optimizer applies the gradients with
+        `stateless_apply`. Under `keras.distribution` the step sees the
+        whole batch, sharded, so nothing is all-reduced here.
+        """
+        import jax  # the backend's own
+
+        trainable, non_trainable, optimizer_values, metrics_values = state
+        (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
+
+        def scaled_loss_and_updates(trainable):
+            mapping = (list(zip(self.trainable_variables, trainable))
+                       + list(zip(self.non_trainable_variables, non_trainable)))
+            with keras.StatelessScope(state_mapping=mapping, collect_losses=True) as scope:
+                logits, rnn_outputs, *final = self.network(
+                    [x, *self._initial_state(x, row_ids)], training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
+                if self.carry_state:
+                    self._store_state(final, row_ids)
+            updated = _scope_values(scope, self.non_trainable_variables)
+            optimizer_mapping = list(zip(self.optimizer.variables, optimizer_values))
+            with keras.StatelessScope(state_mapping=optimizer_mapping):
+                scaled = self.optimizer.scale_loss(loss)
+            return scaled, (loss, logits, rnn_outputs, updated)
+
+        (_, (loss, logits, rnn_outputs, non_trainable)), gradients = jax.value_and_grad(
+            scaled_loss_and_updates, has_aux=True)(trainable)
+        trainable, optimizer_values = self.optimizer.stateless_apply(
+            optimizer_values, gradients, trainable)
+        with keras.StatelessScope(
+                state_mapping=list(zip(self.metrics_variables, metrics_values))) as scope:
+            logs = self._update_metrics(loss, y, logits, rnn_outputs, replicas=1)
+        metrics_values = _scope_values(scope, self.metrics_variables)
+        return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+
+    def _update_metrics(self, loss, y, logits, rnn_outputs, replicas):
+        """The step's logs: the metrics updated with this batch (`loss`,
+        the replica's loss times the replicas, and `bpc` are epoch means),
+        this batch's own `batch_bpc` and, for a hierarchical cell, its
+        boundary rates `z_rate_l` (read by `hmkeras.BoundaryMonitor`)."""
+        lm = self.language_model
+        cross_entropy = keras.ops.mean(keras.ops.sparse_categorical_crossentropy(
+            keras.ops.cast(y, "int32"), keras.ops.cast(logits, "float32"), from_logits=True))
         for metric in self.metrics:
             if metric.name == "loss":
                 metric.update_state(loss * replicas)
@@ -259,17 +320,16 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
             else:
                 metric.update_state(y, logits)
         logs = {m.name: m.result() for m in self.metrics}
-        # This batch's own BPC (the metrics above are epoch averages).
         logs["batch_bpc"] = cross_entropy / _LN2
         if lm.is_hierarchical:
-            # This batch's boundary rates, read by `hmkeras.BoundaryMonitor`.
-            rates = tf.reduce_mean(tf.cast(lm.boundaries(rnn_outputs), tf.float32), axis=[0, 1])
+            boundaries = keras.ops.cast(lm.boundaries(rnn_outputs), "float32")
+            rates = keras.ops.mean(boundaries, axis=(0, 1))
             for index in range(lm.hierarchical_cell.num_layers - 1):
                 logs[f"z_rate_{index + 1}"] = rates[index]
-        return _for_keras_reduction(logs)
+        return logs
 
-    def test_step(self, data):
-        return _for_keras_reduction(super().test_step(data))
+    def test_step(self, *args):
+        return _for_keras_reduction(super().test_step(*args))
 
     @property
     def metrics(self):
@@ -277,6 +337,23 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         if self.bpc_tracker not in metrics:
             metrics.append(self.bpc_tracker)
         return metrics
+
+
+def _replicas():
+    """The replicas of the `tf.distribute` strategy in scope (1 elsewhere)."""
+    if keras.backend.backend() != "tensorflow":
+        return 1
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def _scope_values(scope, variables):
+    """The values a `keras.StatelessScope` holds for `variables`: the new
+    value of each it assigned, else the value it was given."""
+    values = []
+    for variable in variables:
+        value = scope.get_current_value(variable)
+        values.append(variable.value if value is None else value)
+    return values
 
 
 def _for_keras_reduction(logs):
@@ -289,6 +366,8 @@ def _for_keras_reduction(logs):
     that average turns back into the scalar.  Elsewhere the logs are
     unchanged.
     """
+    if keras.backend.backend() != "tensorflow":
+        return logs
     strategy = tf.distribute.get_strategy()
     in_multi_worker_mode = getattr(strategy.extended, "_in_multi_worker_mode", None)
     if not (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)

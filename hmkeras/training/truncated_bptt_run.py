@@ -115,7 +115,7 @@ def all_finite(variables):
         >>> all_finite([keras.Variable([1.0, 2.0])]), all_finite([keras.Variable([np.nan])])
         (True, False)
     """
-    return all(np.all(np.isfinite(v.numpy())) for v in variables
+    return all(np.all(np.isfinite(keras.ops.convert_to_numpy(v))) for v in variables
                if np.issubdtype(np.dtype(v.dtype), np.floating))
 
 
@@ -136,9 +136,14 @@ class _Progress(keras.callbacks.Callback):
         self.saved_step = (int(trainer.optimizer.iterations.numpy())
                            if checkpoint.exists() else None)
 
+    def on_train_begin(self, logs=None):
+        self.first_step = int(keras.ops.convert_to_numpy(self.trainer.optimizer.iterations))
+
     def on_train_batch_end(self, batch, logs=None):
-        trainer, progress, schedule = self.trainer, self.progress, self.schedule
-        step = int(trainer.optimizer.iterations.numpy())
+        progress, schedule = self.progress, self.schedule
+        # This fit's batches counted from its first step: under JAX the
+        # optimizer's step counter is brought back only with the weights.
+        step = self.first_step + batch + 1
         bpc = float(logs["batch_bpc"])
         if not math.isfinite(bpc):
             return self._stop_non_finite(step, f"the training loss is {bpc}")
@@ -152,13 +157,14 @@ class _Progress(keras.callbacks.Callback):
                                 "batch": progress["batch"], "bpc": bpc}) + "\n")
         stop = self.interrupted and schedule.max_steps and step >= schedule.max_steps
         if stop or step % schedule.save_every == 0:
+            trainer = self.model  # under JAX, reading it brings the weights back
             if not all_finite(trainer.variables + trainer.optimizer.variables):
                 return self._stop_non_finite(step, "a weight is not finite")
             progress["seconds"] = self.clock.total()
             self.checkpoint.save(trainer, progress)
             self.saved_step = step
         if stop:
-            trainer.stop_training = True
+            self.trainer.stop_training = True
 
     def on_epoch_end(self, epoch, logs=None):
         # Keras' `bpc` is the mean over this fit's batches only; a resumed
