@@ -25,9 +25,10 @@ aligned with `ids[1:]`, whose mean is the BPC.  These are what
 Section 4.2, Fig. 3).  `EvaluationResult.word_level(num_words)` turns the BPC
 into bits per word and word perplexity (Krause et al. Eq. 23).
 
-The batch-1 pass runs one `tf.function` per chunk with the state passed in
-and out explicitly (no retracing: the last chunk is padded and weighted 0),
-under a `keras.utils.Progbar`.
+The batch-1 pass runs one compiled function per chunk (`tf.function` on
+TensorFlow, `jax.jit` on JAX) with the state passed in and out explicitly
+(no retracing: the last chunk is padded and weighted 0), under a
+`keras.utils.Progbar`.
 
 `batch_size > 1` splits the text into that many contiguous rows, each
 carrying its own state (the truncated-BPTT layout): much faster, used for
@@ -187,8 +188,8 @@ class ChunkScorer:
     where `target_bits` is `weights * -log2 p(targets)` `(batch, T)`, `bits`
     its sum, `boundaries` the `(batch, T, L-1)` boundaries (empty for
     non-hierarchical cells).  Compiled with `tf.function` on TensorFlow
-    and `jax.jit` on JAX (over the weights' current values, passed in:
-    the network's `stateless_call`).
+    and `jax.jit` on JAX, where the weights' current values are arguments
+    of the compiled function (read in a `keras.StatelessScope`).
     """
 
     def __init__(self, language_model):

@@ -11,6 +11,9 @@ time) and stores the final state for the next batch.  With
 right initial state (Chung et al. Sec. 4.1 train on windows of 100 with the
 state carried over).
 
+On JAX the step is stateless, as Keras' JAX trainer asks
+(`_stateless_train_step`); it computes what the TensorFlow step does.
+
 Because the carried state lives in variables it is part of
 `model.weights`: `save_weights` / `hmkeras.training.training_state` checkpoint it
 with the parameters, so a run resumes mid-epoch exactly.
@@ -240,7 +243,7 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
         # Under a strategy Keras' losses divide each replica's loss by the
         # number of replicas (the gradients are summed over the replicas).
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        replicas = _replicas()
         with tf.GradientTape() as tape:
             logits, rnn_outputs, *state = self.network(
                 [x, *self._initial_state(x, row_ids)], training=True
