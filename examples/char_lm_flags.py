@@ -70,14 +70,16 @@ UNSEGMENTED_DATASETS = ("brent_phonemes", "brent_text")
 # On unsegmented text z^1's rate is left to the rise placement; z^2's
 # expected segment length, 3x longer per layer above (the spaced default's).
 UNSEGMENTED_UPPER_SEGMENT_LENGTH = 15
-# The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS) and of
-# the hierarchical cells (hmkeras.cells.hierarchical_cell.BOUNDARY_MODES),
-# spelled out so that flags are checked before TensorFlow loads.
+# The choices of hmkeras.models.char_language_model (CELLS, OUTPUTS), of
+# the hierarchical cells (hmkeras.cells.hierarchical_cell.BOUNDARY_MODES) and
+# of their estimators (hmkeras.cells.straight_through.GRADIENTS), spelled out
+# so that flags are checked before TensorFlow loads.
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 # hmkeras.cells.boundary_placement.FORMS and "none".
 PLACEMENTS = ("entropy", "rise", "none")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
+BOUNDARY_GRADIENTS = ("hard_sigmoid", "sigmoid")
 # Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits),
 # and all the flags that apply to it only.
 TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
@@ -138,6 +140,10 @@ flags.DEFINE_integer("output_units", 512, "Output embedding size.", lower_bound=
 flags.DEFINE_enum("boundary_mode", "step", list(BOUNDARY_MODES), "Boundary detector: "
                   "hard step, Bernoulli sample or soft.")
 flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
+flags.DEFINE_enum("boundary_gradient", "hard_sigmoid", list(BOUNDARY_GRADIENTS),
+                  "hmlstm, hmrnn: the straight-through estimator's backward pass: "
+                  "hard_sigmoid (Chung et al.; 0 at a saturated detector) or sigmoid "
+                  "(never 0, an extension). Default sigmoid for --unsegmented.")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
@@ -260,14 +266,18 @@ def _check_unsegmented_flags(settings, flag_values):
 
 def _unsegmented_boundary_defaults(settings, flag_values):
     """On unsegmented text the hierarchical cells' z^1 goes where the
-    uncertainty rises (--boundary_placement=rise) and its number of
-    boundaries is left to that placement (--segment_lengths=none,15,...: the
-    prior holds the layers above), unless those flags are given."""
+    uncertainty rises (--boundary_placement=rise), its number of boundaries
+    is left to that placement (--segment_lengths=none,15,...: the prior
+    holds the layers above), and the detectors' straight-through gradient
+    is the sigmoid's (--boundary_gradient=sigmoid: a saturated detector
+    still learns where the rises are), unless those flags are given."""
     if not settings["unsegmented"] or settings["cell"] not in ("hmlstm", "hmrnn"):
         return
     if settings["boundary_placement"] == "none" or flag_values["boundary_placement"].present:
         return  # the papers' model (no prior), or the user's choice
     settings["boundary_placement"] = "rise"
+    if not flag_values["boundary_gradient"].present and settings["boundary_mode"] != "soft":
+        settings["boundary_gradient"] = "sigmoid"
     if not flag_values["segment_lengths"].present:
         upper = UNSEGMENTED_UPPER_SEGMENT_LENGTH
         settings["segment_lengths"] = ["none"] + [
@@ -315,7 +325,7 @@ def _check_placement_flag(settings, flag_values):
 
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
-    "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
+    "boundary_gradient", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
     "stop_on_collapse",
 )
 
@@ -413,8 +423,8 @@ MODEL_FLAGS = (
     "dataset", "text_file", "valid_file", "test_file", "valid_fraction", "test_fraction",
     "vocabulary", "text_chars", "unsegmented", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
-    "boundary_mode", "slope", "layer_norm", "top_down", "copy_last", "boundary_bias",
-    "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
+    "boundary_mode", "slope", "boundary_gradient", "layer_norm", "top_down", "copy_last",
+    "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
     "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
@@ -429,7 +439,8 @@ DATA_FLAGS = ("dataset", "text_file", "valid_file", "test_file", "text_chars")
 # arguments), by argument name; the other model flags are the model's.
 _SHARED_OPTION_FLAGS = {"dropout": "dropout", "recurrent_dropout": "recurrent_dropout"}
 _HIERARCHICAL_OPTION_FLAGS = {
-    "boundary_mode": "boundary_mode", "slope": "slope", "layer_norm": "layer_norm",
+    "boundary_mode": "boundary_mode", "slope": "slope",
+    "boundary_gradient": "boundary_gradient", "layer_norm": "layer_norm",
     "top_down": "top_down", "boundary_bias": "boundary_bias", **_SHARED_OPTION_FLAGS,
 }
 CELL_OPTION_FLAGS = {

@@ -74,8 +74,9 @@ def check_gradients_against_reference(cell, reference, x, training=False, entrie
     or `.hmrnn`) in float64.  In the discrete modes the reference runs the
     soft form with `z = z~ + (z0 - z~0)`, `z0` the cell's decisions: its
     value at the cell's weights is the discrete forward and its derivative
-    the straight-through gradient (dz/dz~ = 1, hard-sigmoid derivative
-    below), so the check covers the estimator as documented.  Always
+    the straight-through gradient (dz/dz~ = 1, the derivative of the cell's
+    `boundary_gradient` surrogate below), so the check covers the estimator
+    as documented.  Always
     checks the boundary column of every lower layer's matrices and bias.
 
     Returns:
@@ -101,12 +102,12 @@ def check_gradients_against_reference(cell, reference, x, training=False, entrie
     if cell.boundary_mode != "soft":
         z0 = y[..., -(cell.num_layers - 1):]
         discrete = reference(x, values, cell.units, mode="step", slope=float(values["slope"]),
-                             boundaries=z0)
+                             boundaries=z0, gradient=cell.boundary_gradient)
         offsets = z0 - discrete["z_tilde"]
 
     def reference_loss(point):
         out = reference(x, point, cell.units, mode="soft", slope=float(point["slope"]),
-                        z_offsets=offsets)["outputs"]
+                        z_offsets=offsets, gradient=cell.boundary_gradient)["outputs"]
         return np.sum(np.square(out[..., top]))
 
     np.testing.assert_allclose(reference_loss(values), loss, rtol=GRADIENT_TOLERANCES["loss"])

@@ -18,6 +18,13 @@ def hard_sigmoid(x, slope):
     return np.clip((slope * x + 1.0) / 2.0, 0.0, 1.0)
 
 
+def surrogate(x, slope, kind="hard_sigmoid"):
+    """The function whose derivative a straight-through estimator uses:
+    the hard sigmoid (Chung et al.) or the logistic `sigmoid(slope * x)`
+    (`boundary_gradient="sigmoid"`)."""
+    return sigmoid(slope * x) if kind == "sigmoid" else hard_sigmoid(x, slope)
+
+
 def layer_norm(x, gain, beta, eps=1e-5):
     mean = x.mean(-1, keepdims=True)
     var = x.var(-1, keepdims=True)
@@ -60,6 +67,7 @@ def hmlstm(
     copy_last=False,
     boundaries=None,
     z_offsets=None,
+    gradient="hard_sigmoid",
 ):
     """Runs the HM-LSTM over `x` (batch, time, features).
 
@@ -71,6 +79,9 @@ def hmlstm(
     With offset = z - z~ of a discrete run at weights w0, the forward at w0
     is that run's and its derivative is the straight-through gradient
     (dz/dz~ = 1): finite differences of it check the step/sample modes.
+    With `gradient="sigmoid"` z~ is `sigmoid(slope * x)` (`surrogate`), the
+    surrogate of that estimator: the step decisions (z~ > 0.5, i.e. x > 0)
+    are the same, the soft form with offsets has its derivative.
 
     Returns dict: outputs (B, T, sum+L-1), h (list of final h), c (list),
     z (final), z_tilde (B, T, L-1), ops (B, T, L) operation names.
@@ -121,7 +132,7 @@ def hmlstm(
                     hl[b] = h_new
                 ops_l.append(op)
                 if not top:
-                    zt = hard_sigmoid(s[4 * u], slope)
+                    zt = surrogate(s[4 * u], slope, gradient)
                     z_tilde_t[b, l] = zt
                     if boundaries is not None:
                         new_z[b, l] = boundaries[b, t, l]
@@ -150,7 +161,7 @@ def hmlstm(
 
 
 def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True, boundaries=None,
-          z_offsets=None):
+          z_offsets=None, gradient="hard_sigmoid"):
     """Runs the HMRNN (Kadar et al. Eq. 9) over `x`; see `hmlstm`."""
     B, T, _ = x.shape
     L = len(units)
@@ -186,7 +197,7 @@ def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True
                     hl[b] = h[l][b] if op == COPY else np.tanh(s[:u])
                 ops_l.append(op)
                 if not top:
-                    zt = hard_sigmoid(s[u], slope)
+                    zt = surrogate(s[u], slope, gradient)
                     z_tilde_t[b, l] = zt
                     if boundaries is not None:
                         new_z[b, l] = boundaries[b, t, l]

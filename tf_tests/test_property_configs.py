@@ -58,6 +58,7 @@ from hypothesis import strategies as st
 
 import hmkeras
 from hmkeras.cells.hierarchical_cell import BOUNDARY_MODES
+from hmkeras.cells.straight_through import GRADIENTS
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.hierarchical_cell import find_hierarchical_cells
 from hmkeras.cells import multiplicative_lstm_cell
@@ -123,6 +124,8 @@ def hm_cell_arguments(draw, lstm, max_units=8):
         "num_layers": layers_argument,
         "boundary_mode": mode,
         "slope": draw(st.floats(0.25, 5.0)),
+        "boundary_gradient": "hard_sigmoid" if mode == "soft" else draw(
+            st.sampled_from(GRADIENTS)),
         "layer_norm": draw(st.booleans()),
         "layer_norm_gain": draw(st.floats(0.05, 2.0)),
         "top_down": draw(st.booleans()),
@@ -628,6 +631,7 @@ HM_BAD = {
     "num_layers": bad_int(2, allow_none=True),
     "boundary_mode": bad_choice(BOUNDARY_MODES),
     "slope": BAD_FLOAT_ABOVE_ZERO,
+    "boundary_gradient": bad_choice(GRADIENTS),
     "layer_norm": BAD_BOOL,
     "layer_norm_gain": BAD_FLOAT_ABOVE_ZERO,
     "top_down": BAD_BOOL,

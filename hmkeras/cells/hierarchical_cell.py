@@ -3,7 +3,8 @@
 It owns what the two cells have in common (Chung et al. 2017, Sec. 3.2;
 Kadar et al. 2018, Appendix A and B): the argument checks, the
 non-trainable `slope` of the hard sigmoid, the boundary detectors
-(`"step"`, `"sample"`, `"soft"`; Chung Eq. 8-9), the unroll over the
+(`"step"`, `"sample"`, `"soft"`; Chung Eq. 8-9) and their straight-through
+backward pass (`boundary_gradient`), the unroll over the
 layers of one step (bottom first) with each layer's COPY / UPDATE / FLUSH
 masks (Chung Eq. 2-3) and the configuration.  A layer's weights come from
 `layer_weights`, its products for a sequence from `layer_products`, its
@@ -51,6 +52,21 @@ _KERAS_OBJECTS = tuple(
 )
 
 
+def _check_boundary_gradient(boundary_gradient, boundary_mode):
+    """`boundary_gradient` is a backward pass of the straight-through
+    estimators, which the `"soft"` mode (no estimator) does not use."""
+    boundary_gradient = argument_checks.check_choice(
+        "boundary_gradient", boundary_gradient, straight_through.GRADIENTS
+    )
+    if boundary_mode == "soft" and boundary_gradient != "hard_sigmoid":
+        raise ValueError(
+            f'`boundary_gradient={boundary_gradient!r}` needs boundary_mode "step" or '
+            '"sample" (the straight-through estimators); boundary_mode="soft" takes '
+            'the hard sigmoid\'s own gradient. Received: boundary_mode="soft"'
+        )
+    return boundary_gradient
+
+
 class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     """Base class of the hierarchical multiscale RNN cells.
 
@@ -91,6 +107,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         *,
         boundary_mode="step",
         slope=1.0,
+        boundary_gradient="hard_sigmoid",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -125,6 +142,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         self.initial_slope = argument_checks.check_float(
             "slope", slope, minimum=0, exclusive_minimum=True
         )
+        self.boundary_gradient = _check_boundary_gradient(boundary_gradient, self.boundary_mode)
         self.layer_norm = argument_checks.check_bool("layer_norm", layer_norm)
         self.layer_norm_gain = argument_checks.check_float(
             "layer_norm_gain", layer_norm_gain, minimum=0, exclusive_minimum=True
@@ -262,9 +280,11 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
                 seed=self.seed_generator,
             )
             return straight_through.bernoulli_straight_through(
-                preactivation, slope, noise
+                preactivation, slope, noise, self.boundary_gradient
             )
-        return straight_through.step_straight_through(preactivation, slope)
+        return straight_through.step_straight_through(
+            preactivation, slope, self.boundary_gradient
+        )
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
@@ -399,6 +419,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             "num_layers": self.num_layers,
             "boundary_mode": self.boundary_mode,
             "slope": self.initial_slope,
+            "boundary_gradient": self.boundary_gradient,
             "layer_norm": self.layer_norm,
             "layer_norm_gain": self.layer_norm_gain,
             "top_down": self.top_down,

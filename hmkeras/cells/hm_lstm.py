@@ -47,6 +47,13 @@ class HMLSTM(HierarchicalSequenceLayer):
         slope: Initial slope `a > 0` of `hard_sigm(x) = clip((a x + 1) / 2,
             0, 1)`, default 1. Kadar et al.'s alpha is `a / 2`. Stored as a
             non-trainable weight `slope`, changed by `SlopeAnnealing`.
+        boundary_gradient: The straight-through estimator's backward pass
+            (`hmkeras.cells.straight_through`): `"hard_sigmoid"` (Chung et
+            al. Sec. 3.3; default), 0 where the detector is saturated
+            (`|a x| >= 1`), or `"sigmoid"`, the logistic sigmoid's `a
+            sigm(a x) (1 - sigm(a x))`, never 0 (an extension: a saturated,
+            misplaced boundary can still move). `"step"` and `"sample"`
+            modes only.
         layer_norm: Layer normalization (Ba et al. 2016, Eq. 20-22) of
             each of the bottom-up, recurrent and top-down products and of
             the cell state before the output tanh, on every layer. Default
@@ -158,6 +165,7 @@ class HMLSTM(HierarchicalSequenceLayer):
         *,
         boundary_mode="step",
         slope=1.0,
+        boundary_gradient="hard_sigmoid",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -193,6 +201,7 @@ class HMLSTM(HierarchicalSequenceLayer):
             num_layers,
             boundary_mode=boundary_mode,
             slope=slope,
+            boundary_gradient=boundary_gradient,
             layer_norm=layer_norm,
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,

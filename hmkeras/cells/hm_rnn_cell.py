@@ -57,6 +57,13 @@ class HMRNNCell(HierarchicalCell):
             `len(units)` when `units` is a list.
         boundary_mode: `"step"`, `"sample"` or `"soft"` (see `HMLSTMCell`).
         slope: Initial hard-sigmoid slope `a > 0` (a non-trainable weight).
+        boundary_gradient: The straight-through estimator's backward pass
+            (`hmkeras.cells.straight_through`): `"hard_sigmoid"` (Chung et
+            al. Sec. 3.3; default), 0 where the detector is saturated
+            (`|a x| >= 1`), or `"sigmoid"`, the logistic sigmoid's `a
+            sigm(a x) (1 - sigm(a x))`, never 0 (an extension: a saturated,
+            misplaced boundary can still move). `"step"` and `"sample"`
+            modes only.
         layer_norm: Layer normalization (Ba et al. 2016) of each of the
             bottom-up, recurrent and top-down products. Default `True`.
         layer_norm_gain: Initial gain (> 0) of those normalizations (see
@@ -117,6 +124,7 @@ class HMRNNCell(HierarchicalCell):
         *,
         boundary_mode="step",
         slope=1.0,
+        boundary_gradient="hard_sigmoid",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -142,6 +150,7 @@ class HMRNNCell(HierarchicalCell):
             num_layers,
             boundary_mode=boundary_mode,
             slope=slope,
+            boundary_gradient=boundary_gradient,
             layer_norm=layer_norm,
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,

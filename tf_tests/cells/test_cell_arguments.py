@@ -119,11 +119,30 @@ def test_hm_layer_sizes_from_numpy(cls):
      (dict(units=4, num_layers="3"), "num_layers"),
      (dict(units=4, num_layers=1), "num_layers"),
      (dict(units=4, boundary_mode=1), "boundary_mode"),
-     (dict(units=4, boundary_mode="STEP"), "boundary_mode")],
+     (dict(units=4, boundary_mode="STEP"), "boundary_mode"),
+     (dict(units=4, boundary_gradient="tanh"), "boundary_gradient"),
+     (dict(units=4, boundary_gradient=None), "boundary_gradient")],
 )
 def test_hm_bad_sizes_and_modes(cls, kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}` must be"):
         cls(**kwargs)
+
+
+@pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell,
+                                 hmkeras.HMLSTM, hmkeras.HMRNN])
+def test_boundary_gradient_kept_in_the_config_and_refused_in_soft_mode(cls):
+    layer = cls(4, boundary_mode="sample", boundary_gradient="sigmoid")
+    config = layer.get_config()
+    assert config["boundary_gradient"] == "sigmoid"
+    assert cls.from_config(config).get_config() == config
+    # A configuration written before the argument existed: Chung et al.'s.
+    del config["boundary_gradient"]
+    rebuilt = cls.from_config(config)
+    assert getattr(rebuilt, "cell", rebuilt).boundary_gradient == "hard_sigmoid"
+    with pytest.raises(ValueError, match=r"^`boundary_gradient='sigmoid'` needs boundary_mode "
+                                         r"\"step\" or \"sample\" .* Received: "
+                                         r"boundary_mode=\"soft\"$"):
+        cls(4, boundary_mode="soft", boundary_gradient="sigmoid")
 
 
 # ---------------------------------------------------------------------------

@@ -226,12 +226,16 @@ def test_boundaries_are_binary(mode):
 # derivative of the reference matched the cell's gradient to 1e-14 before
 # that change: the limit is the finite differences', not the cell's.
 @pytest.mark.slow
-@pytest.mark.parametrize("mode, steps, z_bias", [
-    ("step", 12, 0.0), pytest.param("sample", 6, 0.5, marks=REFUSED_ON_JAX), ("soft", 12, 0.0)])
-def test_gradients_match_finite_differences(mode, steps, z_bias):
+@pytest.mark.parametrize("mode, steps, z_bias, gradient", [
+    ("step", 12, 0.0, "hard_sigmoid"), ("step", 12, 0.0, "sigmoid"),
+    pytest.param("sample", 6, 0.5, "hard_sigmoid", marks=REFUSED_ON_JAX),
+    ("soft", 12, 0.0, "hard_sigmoid")])
+def test_gradients_match_finite_differences(mode, steps, z_bias, gradient):
     # Every weight, the boundary columns always: soft mode against the true
-    # derivative, the discrete modes against the straight-through one.
-    cell = make_cell(boundary_mode=mode, seed=2, z_bias=z_bias)
+    # derivative, the discrete modes against the straight-through one (of
+    # the hard sigmoid, or of the logistic sigmoid with
+    # `boundary_gradient="sigmoid"`).
+    cell = make_cell(boundary_mode=mode, seed=2, z_bias=z_bias, boundary_gradient=gradient)
     y = check_gradients_against_reference(
         cell, hm_reference.hmlstm, inputs(3)[:, :steps], training=True)
     if mode != "soft":  # the decisions took both values

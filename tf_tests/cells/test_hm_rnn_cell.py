@@ -64,8 +64,9 @@ def test_sample_mode_matches_reference_given_its_boundaries():
     np.testing.assert_allclose(outputs, ref["outputs"], **FLOAT64)
 
 
-@pytest.mark.parametrize("mode, z_bias", [("step", 0.5), ("soft", 0.0)])
-def test_gradients_match_finite_differences(mode, z_bias):
+@pytest.mark.parametrize("mode, z_bias, gradient", [
+    ("step", 0.5, "hard_sigmoid"), ("step", 0.5, "sigmoid"), ("soft", 0.0, "hard_sigmoid")])
+def test_gradients_match_finite_differences(mode, z_bias, gradient):
     # Soft mode: the true derivative; step mode: the straight-through one
     # (see `check_gradients_against_reference`), boundary columns included.
     # Step mode's detector bias is shifted so that the upper layers update
@@ -74,7 +75,8 @@ def test_gradients_match_finite_differences(mode, z_bias):
     # mask) is not zero, and the cell passes no gradient through the layer
     # normalization of a constant row (`layer_products.inverse_deviation`)
     # where the reference's derivative has its 1 / sqrt(eps) Jacobian.
-    cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=2, z_bias=z_bias)
+    cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=2, z_bias=z_bias,
+                     boundary_gradient=gradient)
     y = check_gradients_against_reference(
         cell, hm_reference.hmrnn, inputs(3)[:, :12], training=True)
     if mode == "step":  # the decisions took both values

@@ -124,3 +124,51 @@ def test_slope_is_an_argument_not_a_captured_variable():
     assert len(traces) == 1
     if backend_support.BACKEND == "tensorflow":
         assert compiled.experimental_get_tracing_count() == 1
+
+
+def numpy_sigmoid(x, slope):
+    return 1.0 / (1.0 + np.exp(-slope * x))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("estimator", ["step", "bernoulli"])
+def test_sigmoid_gradient_is_the_logistic_sigmoids(mode, estimator):
+    """`gradient="sigmoid"`: the same forward pass, and the finite-difference
+    derivatives of `sigm(a x)` with respect to `x` and to the slope `a`,
+    nonzero where the hard sigmoid's are 0 (`|a x| >= 1`)."""
+    slope, eps = 2.0, 1e-6
+    weights = np.arange(1.0, 9.0)
+    noise = np.linspace(0.05, 0.95, len(X))
+
+    def boundary(x, a, gradient):
+        if estimator == "step":
+            return straight_through.step_straight_through(x, a, gradient)
+        return straight_through.bernoulli_straight_through(x, a, noise, gradient)
+
+    def fn(x, a):
+        def loss(x, a):
+            z = boundary(x, a, "sigmoid")
+            return ops.sum(z * ops.convert_to_tensor(weights)), z
+
+        z, (grad_x, grad_a) = traced_gradients(loss, x, a)
+        return z, grad_x, grad_a
+
+    z, grad_x, grad_a = in_mode(fn, mode)(ops.convert_to_tensor(X),
+                                          ops.convert_to_tensor(slope))
+    hard = boundary(ops.convert_to_tensor(X), ops.convert_to_tensor(slope), "hard_sigmoid")
+    np.testing.assert_array_equal(ops.convert_to_numpy(z), ops.convert_to_numpy(hard))
+    d_x = (numpy_sigmoid(X + eps, slope) - numpy_sigmoid(X - eps, slope)) / (2 * eps)
+    d_a = (numpy_sigmoid(X, slope + eps) - numpy_sigmoid(X, slope - eps)) / (2 * eps)
+    np.testing.assert_allclose(ops.convert_to_numpy(grad_x), weights * d_x, rtol=1e-5)
+    np.testing.assert_allclose(float(ops.convert_to_numpy(grad_a)), np.sum(weights * d_a),
+                               rtol=1e-5)
+    saturated = np.abs(slope * X) >= 1
+    assert saturated.sum() >= 3 and np.all(ops.convert_to_numpy(grad_x)[saturated] > 0)
+
+
+def test_unknown_gradient_is_refused():
+    for estimator in (lambda g: straight_through.step_straight_through(X, 1.0, g),
+                      lambda g: straight_through.bernoulli_straight_through(X, 1.0, X, g)):
+        with pytest.raises(ValueError, match=r"`gradient` must be one of \['hard_sigmoid', "
+                                             r"'sigmoid'\]. Received: gradient='tanh'"):
+            estimator("tanh")

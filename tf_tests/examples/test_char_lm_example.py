@@ -175,11 +175,13 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
 
 def test_enumerated_flags_match_the_library():
     from hmkeras.cells import hierarchical_cell
+    from hmkeras.cells import straight_through
     from hmkeras.models import char_language_model
 
     assert char_lm_flags.CELLS == char_language_model.CELLS
     assert char_lm_flags.OUTPUTS == char_language_model.OUTPUTS
     assert char_lm_flags.BOUNDARY_MODES == hierarchical_cell.BOUNDARY_MODES
+    assert char_lm_flags.BOUNDARY_GRADIENTS == straight_through.GRADIENTS
     assert set(char_lm_flags.MODEL_FLAGS) <= set(FLAGS)
 
 
@@ -234,8 +236,9 @@ def test_run_made_before_the_placement_resumes_only_as_what_it_was(tmp_path):
 def test_flags_fill_the_cell_options_of_the_chosen_cell():
     """The model flags that are the cell's arguments become `cell_options`,
     those of the chosen cell only; the model's own stay fields."""
-    hm = dict(boundary_mode="step", slope=1.0, layer_norm=True, top_down=True,
-              boundary_bias=0.0, dropout=0.0, recurrent_dropout=0.0)
+    hm = dict(boundary_mode="step", slope=1.0, boundary_gradient="hard_sigmoid",
+              layer_norm=True, top_down=True, boundary_bias=0.0, dropout=0.0,
+              recurrent_dropout=0.0)
     config = char_lm_flags.model_config(
         _settings("--cell=hmrnn", "--nolayer_norm", "--slope=2", "--dropout=0.1",
                   "--boundary_mode=soft", "--l2=0.5"), 30)
