@@ -143,7 +143,7 @@ flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
 flags.DEFINE_enum("boundary_gradient", "hard_sigmoid", list(BOUNDARY_GRADIENTS),
                   "hmlstm, hmrnn: the straight-through estimator's backward pass: "
                   "hard_sigmoid (Chung et al.; 0 at a saturated detector) or sigmoid "
-                  "(never 0, an extension). Default sigmoid for --unsegmented.")
+                  "(never 0, an extension).")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
@@ -266,18 +266,14 @@ def _check_unsegmented_flags(settings, flag_values):
 
 def _unsegmented_boundary_defaults(settings, flag_values):
     """On unsegmented text the hierarchical cells' z^1 goes where the
-    uncertainty rises (--boundary_placement=rise), its number of boundaries
-    is left to that placement (--segment_lengths=none,15,...: the prior
-    holds the layers above), and the detectors' straight-through gradient
-    is the sigmoid's (--boundary_gradient=sigmoid: a saturated detector
-    still learns where the rises are), unless those flags are given."""
+    uncertainty rises (--boundary_placement=rise) and its number of
+    boundaries is left to that placement (--segment_lengths=none,15,...: the
+    prior holds the layers above), unless those flags are given."""
     if not settings["unsegmented"] or settings["cell"] not in ("hmlstm", "hmrnn"):
         return
     if settings["boundary_placement"] == "none" or flag_values["boundary_placement"].present:
         return  # the papers' model (no prior), or the user's choice
     settings["boundary_placement"] = "rise"
-    if not flag_values["boundary_gradient"].present and settings["boundary_mode"] != "soft":
-        settings["boundary_gradient"] = "sigmoid"
     if not flag_values["segment_lengths"].present:
         upper = UNSEGMENTED_UPPER_SEGMENT_LENGTH
         settings["segment_lengths"] = ["none"] + [
@@ -325,8 +321,8 @@ def _check_placement_flag(settings, flag_values):
 
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
-    "boundary_gradient", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
-    "stop_on_collapse",
+    "boundary_gradient", "boundary_bias", "boundary_prior", "segment_lengths",
+    "boundary_placement", "stop_on_collapse",
 )
 
 

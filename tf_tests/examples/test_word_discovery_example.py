@@ -112,12 +112,11 @@ def test_unsegmented_flags():
     assert (s["boundary_placement"], s["segment_lengths"]) == ("rise", ["none", "15"])
     config = ptb_char.char_lm_flags.model_config(s, 50)
     assert (config.boundary_placement, config.segment_lengths) == ("rise", [None, 15.0])
-    # ... and the detectors' straight-through gradient is the sigmoid's.
-    assert config.cell_options["boundary_gradient"] == "sigmoid"
+    # The straight-through gradient stays Chung et al.'s unless asked for.
+    assert config.cell_options["boundary_gradient"] == "hard_sigmoid"
+    sigmoid = _settings("--dataset=brent_phonemes", "--boundary_gradient=sigmoid")
+    config = ptb_char.char_lm_flags.model_config(sigmoid, 50)
     assert CharLanguageModel(config).hierarchical_cell.boundary_gradient == "sigmoid"
-    for args in (["--boundary_gradient=hard_sigmoid"], ["--boundary_mode=soft"],
-                 ["--nounsegmented"], ["--boundary_placement=entropy"]):
-        assert _settings("--dataset=brent_phonemes", *args)["boundary_gradient"] == "hard_sigmoid"
     four = _settings("--dataset=brent_phonemes", "--num_layers=4")
     assert four["segment_lengths"] == ["none", "15", "45"]
     given = _settings("--dataset=brent_phonemes", "--segment_lengths=3,9")
