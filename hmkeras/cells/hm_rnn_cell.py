@@ -57,13 +57,8 @@ class HMRNNCell(HierarchicalCell):
             `len(units)` when `units` is a list.
         boundary_mode: `"step"`, `"sample"` or `"soft"` (see `HMLSTMCell`).
         slope: Initial hard-sigmoid slope `a > 0` (a non-trainable weight).
-        boundary_gradient: The straight-through estimator's backward pass
-            (`hmkeras.cells.straight_through`): `"hard_sigmoid"` (Chung et
-            al. Sec. 3.3; default), 0 where the detector is saturated
-            (`|a x| >= 1`), or `"sigmoid"`, the logistic sigmoid's `a
-            sigm(a x) (1 - sigm(a x))`, never 0 (an extension: a saturated,
-            misplaced boundary can still move). `"step"` and `"sample"`
-            modes only.
+        boundary_gradient: The straight-through backward pass,
+            `"hard_sigmoid"` (default) or `"sigmoid"` (see `HMLSTMCell`).
         layer_norm: Layer normalization (Ba et al. 2016) of each of the
             bottom-up, recurrent and top-down products. Default `True`.
         layer_norm_gain: Initial gain (> 0) of those normalizations (see
