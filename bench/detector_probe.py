@@ -25,7 +25,7 @@ Features (`h^l_t` the layers' outputs, `e(x_t)` the input embedding):
         --train_file=../shared/data/brent/phono_tr.txt \
         --test_file=../shared/data/brent/phono_te.txt
 
-Figures: `docs/guides/hm-lstm.md`, "Words that nothing marks".
+Figures: `docs/guides/hm-lstm.md`, "Words that nothing marks: unsegmented text".
 """
 
 import json
