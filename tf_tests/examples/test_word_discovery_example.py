@@ -114,7 +114,7 @@ def test_unsegmented_flags():
     assert (config.boundary_placement, config.segment_lengths) == ("rise", [None, 15.0])
     # The straight-through gradient stays Chung et al.'s unless asked for.
     assert config.cell_options["boundary_gradient"] == "hard_sigmoid"
-    sigmoid = _settings("--dataset=brent_phonemes", "--boundary_gradient=sigmoid")
+    sigmoid = _settings("--dataset=brent_phonemes", "--boundary_gradient=sigmoid", "--tiny")
     config = ptb_char.char_lm_flags.model_config(sigmoid, 50)
     assert CharLanguageModel(config).hierarchical_cell.boundary_gradient == "sigmoid"
     four = _settings("--dataset=brent_phonemes", "--num_layers=4")
