@@ -36,6 +36,9 @@ from absl import flags
 import numpy as np
 from scipy.optimize import minimize
 
+from trained_run import load_model
+from trained_run import read_steps
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "An --unsegmented hmlstm run of examples/ptb_char.py.")
 flags.DEFINE_string("train_file", None, "The training utterances (words separated by spaces).")
@@ -43,46 +46,6 @@ flags.DEFINE_string("test_file", None, "The test utterances.")
 flags.DEFINE_float("l2", 1e-3, "L2 penalty of the probes' weights (standardized features).",
                    lower_bound=0)
 flags.mark_flags_as_required(["run_dir", "train_file", "test_file"])
-
-CHUNK = 1000
-
-
-def load_model(run_dir):
-    """The run's `CharLanguageModel` with its best weights, and its vocabulary."""
-    from hmkeras.data.vocabulary import CharVocabulary
-    from hmkeras.models.char_language_model import CharLanguageModel
-    from hmkeras.models.char_language_model import CharLanguageModelConfig
-
-    with open(os.path.join(run_dir, "model_config.json")) as f:
-        lm = CharLanguageModel(CharLanguageModelConfig.from_json(f.read()))
-    lm.network.load_weights(os.path.join(run_dir, "checkpoints", "best.weights.h5"))
-    with open(os.path.join(run_dir, "vocabulary.json")) as f:
-        return lm, CharVocabulary.from_json(f.read())
-
-
-def read_steps(lm, vocab, utterances):
-    """Per input step of `utterances.text` (its last symbol excluded): the
-    network's raw outputs `[h^1|..|h^L|z^1..]`, the predictive entropy
-    (nats) and the input embedding, at batch 1 with the state carried."""
-    import keras
-    import tensorflow as tf
-
-    from hmkeras.cells.boundary_placement import predictive_entropy
-
-    ids = vocab.encode(utterances.text).astype(np.int32)[:-1]
-    step = tf.function(lambda x, state: lm.network([x, *state], training=False))
-    state = [tf.constant(s) for s in lm.zero_state(1)]
-    outputs, entropies = [], []
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start: start + CHUNK]
-        padded = np.pad(chunk, [0, CHUNK - len(chunk)])[None]  # one trace
-        logits, rnn_outputs, *state = step(tf.constant(padded), state)
-        outputs.append(rnn_outputs[0, :len(chunk)].numpy())
-        entropies.append(predictive_entropy(logits[0, :len(chunk)], "float64").numpy())
-    embedding = next(layer for layer in lm.network.layers
-                     if isinstance(layer, keras.layers.Embedding))
-    return np.concatenate(outputs), np.concatenate(entropies), embedding(ids).numpy()
-
 
 def stream_boundaries(segmented, length):
     """0/1 per input step: 1 after the last symbol of every word."""
@@ -139,7 +102,8 @@ def main(_):
     for name, path in (("train", FLAGS.train_file), ("test", FLAGS.test_file)):
         with open(path, encoding="utf-8") as f:
             utterances = Utterances.from_text(f.read())
-        outputs, entropy, embedding = read_steps(lm, vocab, utterances)
+        ids = vocab.encode(utterances.text)[:-1]  # the last symbol predicts nothing
+        outputs, entropy, embedding = read_steps(lm, ids)
         unspaced = [line.replace(" ", "") for line in utterances.segmented]
         rises = word_discovery.entropy_segmentation(
             unspaced, utterance_values(utterances, entropy), rule="rise")

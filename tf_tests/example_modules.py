@@ -47,13 +47,15 @@ def load_script(folder, name):
     its `FLAGS`), so that examples whose flags share names (`--tiny`,
     `--output_dir`, ...) load side by side in one test process. The
     examples import their siblings (`command_line`, ...) as a script does,
-    from examples/ on `sys.path`; `command_line` is imported first, with
-    the process' own flags, and shared by every example.
+    from examples/ on `sys.path`, and a bench script its siblings from
+    bench/; `command_line` is imported first, with the process' own flags,
+    and shared by every example.
     """
     if (folder, name) in _LOADED:
         return _LOADED[folder, name]
-    if EXAMPLES not in sys.path:
-        sys.path.append(EXAMPLES)
+    for path in (EXAMPLES, os.path.join(ROOT, folder)):
+        if path not in sys.path:
+            sys.path.append(path)
     importlib.import_module("command_line")
     spec = importlib.util.spec_from_file_location(
         name, os.path.join(ROOT, folder, f"{name}.py"))

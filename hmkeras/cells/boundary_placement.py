@@ -34,8 +34,9 @@ below hands up), is pushed per decision as hard as the bottom one.
 On text this puts `z^1` on the separator after a word (the next word's
 first letter is the uncertain symbol) and `z^2`, among the steps where
 `z^1` fires, on those before the less predictable words: on the embedded
-corpus the phrase ends, and also the spaces after a determiner, where a
-noun or adjective of a large class follows.
+corpus the spaces after a determiner, where a noun or adjective of a large
+class follows, more than the phrase ends (`docs/results/char-lm.md`, "Why
+z^2 does not mark the phrases").
 
 On text whose words nothing marks (no space: `hmkeras.data.Utterances`)
 the bottom layer is better placed by where the uncertainty *rises* than by

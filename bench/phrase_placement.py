@@ -1,0 +1,123 @@
+r"""Where the main job's z^2 lands, and what the placement asks of it.
+
+The main job's `BoundaryPlacement` trains `z^2`, at the steps where it
+decides (`A^2`: where `z^1` fires or `z^2` fired the step before), towards
+the steps whose next symbol is more uncertain than at the average deciding
+step (Eq. 1 of `hmkeras.cells.boundary_placement`). This script asks
+whether that criterion, or any rule that ranks the word ends by the model's
+uncertainty, can put `z^2` on the phrase ends of the embedded corpus. It
+reads a main-job run's best weights, passes the run's test text through
+the network once (batch 1, state carried, as the test pass does) and
+prints:
+
+* `z^2` and its placement targets, scored against the phrase ends (best
+  alignment, exact placement, as the run's summary scores them);
+* the predictive entropy `H_t` (nats) at the deciding steps of `z^2`, by
+  kind of step: a phrase end, another word end, a step inside a word;
+* boundaries at the prior's rate of `z^2` (one per `--segment_length`
+  steps) put on the `z^1` steps of highest and of lowest `H_t`, against
+  the phrase ends: the best a rule that ranks by uncertainty can do.
+
+No label is used by the model; the phrase ends only score.
+
+    python examples/ptb_char.py --preset=quick --output_dir=runs/quick_hmlstm
+    python bench/phrase_placement.py --run_dir=runs/quick_hmlstm
+
+Figures: `docs/results/char-lm.md`, "Why z^2 does not mark the phrases".
+"""
+
+import json
+import os
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from trained_run import load_model
+from trained_run import read_steps
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("run_dir", None, "A --dataset=synthetic hmlstm run of examples/ptb_char.py.")
+flags.DEFINE_integer("segment_length", 15, "The prior's segment length of z^2 (the main job's).",
+                     lower_bound=1)
+flags.mark_flags_as_required(["run_dir"])
+
+KINDS = ("phrase end", "other word end", "inside a word")
+
+
+def step_kinds(words, phrases):
+    """Each step's kind (an index into `KINDS`): a phrase end, another word
+    end, or neither, a unit's end in any of the references' alignments
+    (`{alignment: 0/1 array}`, as `synthetic_references` gives them)."""
+    ends = lambda references: np.max(np.stack(list(references.values())), axis=0) > 0
+    phrase_end, word_end = ends(phrases), ends(words)
+    return np.where(phrase_end, 0, np.where(word_end, 1, 2))
+
+
+def placement_targets(entropy, z):
+    """Eq. (1)'s targets of `z^2`: 1 at its deciding steps `A^2` whose
+    entropy is above the mean over `A^2`; 0 elsewhere. `z`: the `(T, 2)`
+    0/1 boundaries."""
+    previous = np.concatenate([[0], z[:-1, 1]])
+    deciding = np.maximum(z[:, 0], previous) > 0
+    return (deciding & (entropy > entropy[deciding].mean())).astype(int), deciding
+
+
+def ranked_boundaries(score, candidates, count, lowest=False):
+    """0/1 per step: `count` boundaries at the `candidates` (a 0/1 mask)
+    of highest `score` (of lowest with `lowest`); ties by position."""
+    where = np.flatnonzero(candidates)
+    order = np.argsort(score[where] if lowest else -score[where], kind="stable")
+    boundaries = np.zeros(len(score), int)
+    boundaries[where[order[:count]]] = 1
+    return boundaries
+
+
+def main(_):
+    from hmkeras.analysis import boundary_metrics
+    from hmkeras.analysis.corpus_references import synthetic_references
+    from hmkeras.data.char_splits import word_separators
+    from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
+
+    with open(os.path.join(FLAGS.run_dir, "settings.json")) as f:
+        settings = json.load(f)
+    lm, vocab = load_model(FLAGS.run_dir)
+    corpus = SyntheticHierarchicalCorpus(
+        seed=settings["seed"], train_chars=settings["synthetic_train_chars"],
+        valid_chars=settings["synthetic_valid_chars"],
+        test_chars=settings["synthetic_test_chars"])
+    text = corpus.text("test")
+    outputs, entropy, _ = read_steps(lm, vocab.encode(text))
+    z = (outputs[:, sum(lm.hierarchical_cell.units):][:, :2] > 0.5).astype(int)
+    references = synthetic_references(corpus, "test", text, word_separators("synthetic"))
+    phrases = {name: values[: len(z)] for name, values in references["phrases"].items()}
+    words = {name: values[: len(z)] for name, values in references["words"].items()}
+    targets, deciding = placement_targets(entropy, z)
+    count = round(len(z) / FLAGS.segment_length)
+    rows = {
+        "z^2 (the trained detector)": z[:, 1],
+        "Eq. (1) targets of z^2 (H_t above the mean over A^2)": targets,
+        f"the {count} z^1 steps of highest H_t (the prior's rate)":
+            ranked_boundaries(entropy, z[:, 0], count),
+        f"the {count} z^1 steps of lowest H_t": ranked_boundaries(entropy, z[:, 0], count, True),
+        "z^1 where it meets a phrase end (an oracle)": z[:, 0] * (step_kinds(words, phrases) == 0),
+    }
+    print(f"{'against the phrase ends':58s}  rate      P      R     F1")
+    results = {}
+    for name, boundaries in rows.items():
+        s = boundary_metrics.aligned_boundary_scores(boundaries, phrases).headline
+        results[name] = {"rate": float(boundaries.mean()), "precision": s.precision,
+                         "recall": s.recall, "f1": s.f1}
+        print(f"{name:58s} {boundaries.mean():5.3f} {s.precision:6.3f} {s.recall:6.3f} {s.f1:6.3f}")
+    print(f"\n{'H_t (nats) at the deciding steps of z^2':40s}  steps    10%    50%    90%")
+    kinds = step_kinds(words, phrases)
+    for index, kind in enumerate(KINDS):
+        values = entropy[deciding & (kinds == index)]
+        quantiles = np.quantile(values, [0.1, 0.5, 0.9]) if len(values) else [np.nan] * 3
+        results[f"H at deciding steps: {kind}"] = [float(q) for q in quantiles]
+        print(f"{kind:40s} {len(values):6d} " + " ".join(f"{q:6.3f}" for q in quantiles))
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    app.run(main)
