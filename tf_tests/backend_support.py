@@ -12,6 +12,18 @@ import numpy as np
 BACKEND = keras.backend.backend()
 
 
+def to_numpy(value):
+    """`value` as a NumPy array: a backend tensor or variable through
+    `keras.ops.convert_to_numpy` (which detaches a PyTorch tensor that
+    requires grad, where `np.asarray` raises), a list or tuple element by
+    element, anything else as `np.asarray` reads it (dtype kept)."""
+    if isinstance(value, (list, tuple)):
+        return np.asarray([to_numpy(v) for v in value])
+    if isinstance(value, (np.ndarray, np.generic, int, float, bool)):
+        return np.asarray(value)
+    return keras.ops.convert_to_numpy(value)
+
+
 def compiled(layer, training=True):
     """`fn(x) -> NumPy output` of `layer(x, training=training)`, compiled."""
     if BACKEND == "tensorflow":
@@ -45,7 +57,7 @@ def input_gradients(function, *arrays):
     input, as NumPy arrays, by the backend's own differentiation
     (`traced_gradients`, evaluated)."""
     _, gradients = traced_gradients(lambda *tensors: (function(*tensors), None), *arrays)
-    return [np.asarray(g) for g in gradients]
+    return [to_numpy(g) for g in gradients]
 
 
 def weight_gradients(layer, objective, *args, **kwargs):

@@ -21,6 +21,7 @@ import tensorflow as tf
 import hmkeras
 import layer_battery
 from backend_support import BACKEND
+from backend_support import to_numpy
 from layer_battery import BATCH
 from layer_battery import CASES
 from layer_battery import MODEL_CASES
@@ -77,14 +78,14 @@ def test_config(case):
     assert _as_json(deserialized.get_config()) == _as_json(config)
 
     x = layer_battery.case_inputs(case)
-    expected = np.asarray(runnable(x, **case.call_kwargs))
+    expected = to_numpy(runnable(x, **case.call_kwargs))
     revived_runnable = (
         keras.layers.RNN(revived, return_sequences=True) if case.is_cell else revived
     )
     revived_runnable.build((None, *case.inputs.shape))
     revived_runnable.set_weights(runnable.get_weights())
     np.testing.assert_array_equal(
-        np.asarray(revived_runnable(x, **case.call_kwargs)), expected)
+        to_numpy(revived_runnable(x, **case.call_kwargs)), expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
@@ -120,7 +121,7 @@ def test_shapes(case):
     eager = runnable(layer_battery.case_inputs(case), **case.call_kwargs)
     assert tuple(eager.shape) == (BATCH, *case.output_shape)
     assert keras.backend.standardize_dtype(eager.dtype) == "float32"
-    assert np.all(np.isfinite(np.asarray(eager)))
+    assert np.all(np.isfinite(to_numpy(eager)))
 
 
 @pytest.mark.slow
@@ -190,7 +191,7 @@ def test_mixed_precision(case, policy):
         _, reference = layer_battery.as_layer(case)
         reference.build((None, *case.inputs.shape))
         reference.set_weights(runnable.get_weights())
-        expected = np.asarray(reference(x, **case.call_kwargs))
+        expected = to_numpy(reference(x, **case.call_kwargs))
     finally:
         keras.config.set_dtype_policy(policy)
     mixed = keras.ops.convert_to_numpy(keras.ops.cast(mixed, "float32"))
@@ -263,27 +264,27 @@ def test_masking(case):
         masked = keras.layers.Masking(0.0)(np.where(mask[..., None], x, 0.0))
         y = runnable(masked, **case.call_kwargs)
         if BACKEND == "tensorflow":  # an eager tensor carries its `_keras_mask`
-            np.testing.assert_array_equal(np.asarray(y._keras_mask), mask)
+            np.testing.assert_array_equal(to_numpy(y._keras_mask), mask)
         np.testing.assert_array_equal(
-            np.asarray(tested.compute_mask(masked, keras.ops.convert_to_tensor(mask))), mask)
+            to_numpy(tested.compute_mask(masked, keras.ops.convert_to_tensor(mask))), mask)
         np.testing.assert_allclose(
-            np.asarray(y)[mask], np.asarray(runnable(x, **case.call_kwargs))[mask],
+            to_numpy(y)[mask], to_numpy(runnable(x, **case.call_kwargs))[mask],
             rtol=1e-6, atol=1e-6)
         return
     layer = _with_state(case, tested, runnable)
     outputs, *states = layer(x, mask=mask)
-    outputs = np.asarray(outputs)
+    outputs = to_numpy(outputs)
     kept = np.flatnonzero(mask[1])
     short, *short_states = layer(x[1:, kept])
-    np.testing.assert_allclose(outputs[1, kept], np.asarray(short)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs[1, kept], to_numpy(short)[0], rtol=1e-5, atol=1e-6)
     for state, expected in zip(states, short_states):  # the whole state, carried
-        np.testing.assert_allclose(np.asarray(state)[1], np.asarray(expected)[0],
+        np.testing.assert_allclose(to_numpy(state)[1], to_numpy(expected)[0],
                                    rtol=1e-5, atol=1e-6)
     for t in np.flatnonzero(~mask[1]):  # a masked step repeats the last output
         expected = 0.0 * outputs[1, t] if ZERO_OUTPUT_FOR_MASK else outputs[1, t - 1]
         np.testing.assert_array_equal(outputs[1, t], expected)
     full, *_ = layer(x[:1])
-    np.testing.assert_allclose(outputs[0], np.asarray(full)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs[0], to_numpy(full)[0], rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -297,7 +298,7 @@ def saved_models(tmp_path_factory):
             keras.utils.set_random_seed(3)
             model, tested = layer_battery.model_of(case)
             x = layer_battery.case_inputs(case, seed=4)
-            cache[case.name] = (model, tested, x, np.asarray(model(x)),
+            cache[case.name] = (model, tested, x, to_numpy(model(x)),
                                 tmp_path_factory.mktemp(case.name.replace("-", "_")))
         return cache[case.name]
 
@@ -319,7 +320,7 @@ def test_keras_file(case, saved_models):
     for a, b in zip(loaded_tested.weights, tested.weights):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a),
                                       keras.ops.convert_to_numpy(b), err_msg=b.path)
-    np.testing.assert_array_equal(np.asarray(loaded(x)), expected)
+    np.testing.assert_array_equal(to_numpy(loaded(x)), expected)
 
 
 @pytest.mark.slow
@@ -334,7 +335,7 @@ def test_export(case, saved_models):
     model.export(path, verbose=False)
     reloaded = tf.saved_model.load(path)
     served = reloaded.serve(tf.constant(x))
-    np.testing.assert_allclose(np.asarray(served), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(served), expected, rtol=1e-5, atol=1e-6)
 
 
 # ----------------------------------------------------------------------
@@ -351,7 +352,7 @@ def built_models():
         if case.name not in cache:
             model = case.make()
             x = case.inputs()
-            cache[case.name] = (model, x, np.asarray(model(x)))
+            cache[case.name] = (model, x, to_numpy(model(x)))
         return cache[case.name]
 
     return get
@@ -374,7 +375,7 @@ def test_model_config(case, built_models):
     assert _as_json(clone.get_config()) == _as_json(config)
     clone(x)
     clone.set_weights(model.get_weights())
-    np.testing.assert_array_equal(np.asarray(clone(x)), expected)
+    np.testing.assert_array_equal(to_numpy(clone(x)), expected)
 
 
 @tensorflow_models
@@ -386,7 +387,7 @@ def test_model_keras_file(case, built_models, tmp_path):
     loaded = keras.models.load_model(path)
     assert type(loaded) is case.cls
     assert _as_json(loaded.get_config()) == _as_json(model.get_config())
-    np.testing.assert_array_equal(np.asarray(loaded(x)), expected)
+    np.testing.assert_array_equal(to_numpy(loaded(x)), expected)
 
 
 @pytest.mark.slow
@@ -400,4 +401,4 @@ def test_model_export(case, built_models, tmp_path):
                  input_signature=layer_battery.export_signature(case))
     reloaded = tf.saved_model.load(path)
     served = reloaded.serve(tf.nest.map_structure(tf.constant, x))
-    np.testing.assert_allclose(np.asarray(served), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(served), expected, rtol=1e-5, atol=1e-6)

@@ -6,6 +6,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras
 import numpy as np
+from backend_support import to_numpy
 import pytest
 from keras import ops
 
@@ -30,7 +31,7 @@ def test_dropout_is_off_at_inference(cls):
     x = inputs()
     a = keras.layers.RNN(cell, return_sequences=True, dtype="float64")(x, training=False)
     b = keras.layers.RNN(twin, return_sequences=True, dtype="float64")(x, training=False)
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
 
 
 def test_input_mask_is_one_per_sequence_and_matches_reference():
@@ -39,14 +40,14 @@ def test_input_mask_is_one_per_sequence_and_matches_reference():
     step = lambda t: ops.convert_to_tensor(x[:, t], cell.compute_dtype)  # noqa: E731
     cell.begin_sequence(step(0))
     try:
-        mask = np.asarray(cell.input_dropout_mask(step(0), training=True))
+        mask = to_numpy(cell.input_dropout_mask(step(0), training=True))
         states = cell.get_initial_state(batch_size=x.shape[0])
         outputs = []
         for t in range(x.shape[1]):
-            again = np.asarray(cell.input_dropout_mask(step(t), training=True))
+            again = to_numpy(cell.input_dropout_mask(step(t), training=True))
             np.testing.assert_array_equal(again, mask)  # constant across time
             y, states = cell(step(t), states, training=True)
-            outputs.append(np.asarray(y))
+            outputs.append(to_numpy(y))
     finally:
         cell.end_sequence()
     assert set(np.unique(mask)) == {0.0, 2.0}
@@ -60,12 +61,12 @@ def test_recurrent_dropout_keeps_copy_exact_and_changes_training_outputs(cls):
     cell = make_cell(cls, recurrent_dropout=0.5, seed=5)
     x = inputs()
     rnn = hmkeras.RNN(cell, return_sequences=True, dtype="float64")
-    trained = np.asarray(rnn(x, training=True))
-    plain = np.asarray(rnn(x, training=False))
+    trained = to_numpy(rnn(x, training=True))
+    plain = to_numpy(rnn(x, training=False))
     assert not np.allclose(trained, plain)
     hiddens, z = cell.split_outputs(trained)
-    top = np.asarray(hiddens[-1])
-    z_last = np.asarray(z)[..., -1]
+    top = to_numpy(hiddens[-1])
+    z_last = to_numpy(z)[..., -1]
     # The top layer COPYs whenever z^{L-1}_t = 0: h is carried bit for bit.
     copies = z_last[:, 1:] == 0.0
     assert copies.any()

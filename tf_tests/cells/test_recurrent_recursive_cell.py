@@ -3,6 +3,7 @@
 import os
 
 import backend_support
+from backend_support import to_numpy
 import keras
 import numpy as np
 import pytest
@@ -157,7 +158,7 @@ def test_given_operations_match_numpy_reference(mode, memory):
     cell = RecurrentRecursiveCell(5, max_depth=2, mode=mode, memory=memory, seed=1)
     embeddings = np.random.default_rng(0).normal(size=(4, 8, 3)).astype("float32")
     outputs, (h, c, stack, depth) = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
-    out_h, actions, log_probs, entropies = (np.asarray(t) for t in cell.split_outputs(outputs))
+    out_h, actions, log_probs, entropies = (to_numpy(t) for t in cell.split_outputs(outputs))
     for row in range(4):
         ref = reference_sequence(cell, embeddings[row], SEQUENCES[row])
         assert actions[row].astype(int).tolist() == _executed(SEQUENCES[row], 2)
@@ -169,13 +170,13 @@ def test_given_operations_match_numpy_reference(mode, memory):
         else:
             np.testing.assert_allclose(entropies[row], [s["entropy"] for s in ref],
                                        atol=1e-5)
-        np.testing.assert_allclose(np.asarray(c)[row], ref[-1]["c"], atol=1e-5)
+        np.testing.assert_allclose(to_numpy(c)[row], ref[-1]["c"], atol=1e-5)
         # Final stack: the pushed h_down vectors still open, bottom first,
         # zeros above the pointer.
         final = ref[-1]
-        assert np.asarray(depth)[row, 0] == final["depth"]
+        assert to_numpy(depth)[row, 0] == final["depth"]
         width = 10 if memory == "tree" else 5
-        slots = np.asarray(stack)[row].reshape(2, width)
+        slots = to_numpy(stack)[row].reshape(2, width)
         for k in range(2):
             expected = final["stack"][k] if k < final["depth"] else np.zeros(width)
             np.testing.assert_allclose(slots[k], expected, atol=1e-5)
@@ -186,7 +187,7 @@ def test_supervised_log_likelihood_equals_reference():
     rng = np.random.default_rng(1)
     embeddings = rng.normal(size=(4, 8, 2)).astype("float32")
     outputs, _ = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
-    log_probs = np.asarray(cell.split_outputs(outputs)[2])
+    log_probs = to_numpy(cell.split_outputs(outputs)[2])
     for row in range(4):
         ref = reference_sequence(cell, embeddings[row], SEQUENCES[row])
         assert log_probs[row].sum() == pytest.approx(
@@ -203,7 +204,7 @@ def test_stack_and_depth_pointer_step_by_step():
     rng = np.random.default_rng(3)
     cell = RecurrentRecursiveCell(3, max_depth=3, mode="fixed", seed=0)
     ops = np.array([[S, R, S, R, M, R, M]])
-    x = np.asarray(cell.pack_inputs(rng.normal(size=(1, 7, 2)).astype("float32"), ops))
+    x = to_numpy(cell.pack_inputs(rng.normal(size=(1, 7, 2)).astype("float32"), ops))
     rnn = keras.layers.RNN(cell, return_state=True)
     rnn(x)  # builds the cell
     ref = reference_sequence(cell, x[0, :, :-1], ops[0])
@@ -211,7 +212,7 @@ def test_stack_and_depth_pointer_step_by_step():
     for t in range(7):
         _, _, _, stack, depth = rnn(x[:, : t + 1])
         assert float(depth[0, 0]) == ref[t]["depth"]
-        slots = np.asarray(stack)[0].reshape(3, 3)
+        slots = to_numpy(stack)[0].reshape(3, 3)
         for k in range(3):
             want = ref[t]["stack"][k] if k < ref[t]["depth"] else np.zeros(3)
             np.testing.assert_allclose(slots[k], want, atol=1e-6)
@@ -250,7 +251,7 @@ def test_reinforce_samples_only_possible_actions_with_right_log_probs():
     cell = RecurrentRecursiveCell(4, max_depth=1, mode="reinforce", seed=5)
     x = np.random.default_rng(5).normal(size=(64, 6, 3)).astype("float32")
     outputs, _ = _run_rnn(cell, x, training=True)
-    _, actions, log_probs, _ = (np.asarray(t) for t in cell.split_outputs(outputs))
+    _, actions, log_probs, _ = (to_numpy(t) for t in cell.split_outputs(outputs))
     actions = actions.astype(int)
     assert len(np.unique(actions)) == 3  # every action occurs somewhere
     for row in range(64):
@@ -264,8 +265,8 @@ def test_reinforce_is_greedy_at_inference():
     cell = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce", seed=6)
     x = np.random.default_rng(6).normal(size=(8, 6, 3)).astype("float32")
     rnn = keras.layers.RNN(cell, return_sequences=True)
-    first = np.asarray(cell.split_outputs(rnn(x, training=False))[1]).astype(int)
-    second = np.asarray(cell.split_outputs(rnn(x, training=False))[1]).astype(int)
+    first = to_numpy(cell.split_outputs(rnn(x, training=False))[1]).astype(int)
+    second = to_numpy(cell.split_outputs(rnn(x, training=False))[1]).astype(int)
     np.testing.assert_array_equal(first, second)
     for row in range(8):
         # Replay the greedy choices in the reference: each is its argmax.
@@ -360,8 +361,8 @@ def test_sampling_inside_compiled_function():
         rnn.build(x.shape)
         sample = backend_support.compiled(rnn)
 
-    first = np.asarray(cell.split_outputs(sample(x))[1]).astype(int)
-    second = np.asarray(cell.split_outputs(sample(x))[1]).astype(int)
+    first = to_numpy(cell.split_outputs(sample(x))[1]).astype(int)
+    second = to_numpy(cell.split_outputs(sample(x))[1]).astype(int)
     assert not np.array_equal(first, second)  # the seed generator advances
     for row in range(16):
         assert first[row].tolist() == _executed(first[row], 2)
@@ -391,7 +392,7 @@ def test_save_and_load_in_rnn(tmp_path, memory):
                                   memory=memory, seed=9)
     inputs = keras.Input((None, 4))
     model = keras.Model(inputs, keras.layers.RNN(cell, return_sequences=True)(inputs))
-    x = np.asarray(cell.pack_inputs(
+    x = to_numpy(cell.pack_inputs(
         np.random.default_rng(9).normal(size=(4, 8, 3)).astype("float32"), SEQUENCES))
     path = os.path.join(tmp_path, "rrnet.keras")
     model.save(path)
@@ -437,7 +438,7 @@ def test_each_lstm_unit_is_drawn_like_keras_lstm():
         np.testing.assert_allclose(block @ block.T, np.eye(8), atol=1e-5)
     assert not np.allclose(blocks[0], blocks[1])
     # Glorot-uniform bound of one unit's (features, 4u) kernel.
-    kernel = np.asarray(cell.kernel)
+    kernel = to_numpy(cell.kernel)
     bound = np.sqrt(6.0 / (5 + 4 * 8))
     assert np.abs(kernel).max() <= bound and np.abs(kernel).max() > 0.8 * bound
 
@@ -458,7 +459,7 @@ def test_tree_memory_merges_the_saved_memory():
     position = [id(v) for v in rnn.trainable_variables].index(id(cell.down_gate_bias))
     gradient = gradients[position]
     assert stack.shape == (2, 2 * 2 * 4)
-    assert np.abs(np.asarray(gradient)).min() > 0
+    assert np.abs(to_numpy(gradient)).min() > 0
     assert not hasattr(RecurrentRecursiveCell(4, max_depth=2), "down_gate_bias")
 
 

@@ -3,6 +3,7 @@ Sec. 2: split and merge consume no token) against a pure-Python stack
 machine: a Python list as the stack, NumPy for the LSTM units."""
 
 import backend_support
+from backend_support import to_numpy
 import keras
 import numpy as np
 import pytest
@@ -107,7 +108,7 @@ def test_matches_the_stack_machine(training, bound, memory):
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True,
                            **backend_support.DRAWING_LOOP)
     outputs, h_last, c_last, stack, depth = rnn(x, training=training)
-    h, actions, log_probs, entropies = (np.asarray(t) for t in cell.split_outputs(outputs))
+    h, actions, log_probs, entropies = (to_numpy(t) for t in cell.split_outputs(outputs))
     assert actions.shape == (16, 7, bound)
     counts = np.zeros(3, int)
     for row in range(16):
@@ -125,9 +126,9 @@ def test_matches_the_stack_machine(training, bound, memory):
             np.testing.assert_allclose(log_probs[row, t], log_prob, atol=1e-5)
             np.testing.assert_allclose(entropies[row, t], entropy, atol=1e-5)
             counts += np.bincount(operations, minlength=3)
-        np.testing.assert_allclose(np.asarray(c_last)[row], machine.c, atol=1e-5)
-        assert np.asarray(depth)[row, 0] == len(machine.stack)
-        slots = np.asarray(stack)[row].reshape(2, cell.slot_size)
+        np.testing.assert_allclose(to_numpy(c_last)[row], machine.c, atol=1e-5)
+        assert to_numpy(depth)[row, 0] == len(machine.stack)
+        slots = to_numpy(stack)[row].reshape(2, cell.slot_size)
         for k, vector in enumerate(machine.stack):
             np.testing.assert_allclose(slots[k], vector, atol=1e-5)
     # The case exercises the new reading: splits and merges between tokens,
@@ -155,7 +156,7 @@ def test_sampling_inside_compiled_function():
     rnn = keras.layers.RNN(cell, return_sequences=True)
     x = np.random.default_rng(4).normal(size=(8, 5, 3)).astype("float32")
     rnn.build(x.shape)
-    actions = np.asarray(cell.split_outputs(backend_support.compiled(rnn)(x))[1])
+    actions = to_numpy(cell.split_outputs(backend_support.compiled(rnn)(x))[1])
     assert np.all(np.sum(actions == R, axis=-1) == 1)
     assert np.all(np.sum(actions >= 0, axis=-1) <= 3)
 

@@ -12,6 +12,7 @@ the RNN agree to float32 rounding.
 import inspect
 
 import backend_support
+from backend_support import to_numpy
 import keras
 import numpy as np
 import pytest
@@ -222,14 +223,14 @@ def test_stateful_carries_state_across_calls(case):
     layer, reference = make_pair(case, {"stateful": True})
     for seed in (2, 3):
         x = _inputs(seed=seed, steps=5)
-        got = [np.asarray(t) for t in layer(x)]
-        want = [np.asarray(t) for t in reference(x)]
+        got = [to_numpy(t) for t in layer(x)]
+        want = [to_numpy(t) for t in reference(x)]
         for a, b in zip(got, want):
             _assert_close(a, b)
     # The second call started from the first one's final state.
     fresh, _ = make_pair(case, {"stateful": False})
     fresh.cell.set_weights(layer.cell.get_weights())
-    restarted = np.asarray(fresh(_inputs(seed=3, steps=5))[0])
+    restarted = to_numpy(fresh(_inputs(seed=3, steps=5))[0])
     assert not np.allclose(restarted, got[0])
 
 
@@ -250,7 +251,7 @@ def test_unroll_and_last_output():
     layer, reference = make_pair("hmlstm_ln", {"unroll": True, "return_sequences": False})
     x = _inputs(seed=5)
     for got, want in zip(layer(x), reference(x)):
-        _assert_close(np.asarray(got), np.asarray(want))
+        _assert_close(to_numpy(got), to_numpy(want))
 
 
 @pytest.mark.parametrize("case", ["hmlstm_ln", "hmrnn", "mlstm_wn"])
@@ -268,7 +269,7 @@ def test_config_is_flat_and_round_trips(case, tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path)
     x = _inputs(seed=6)
-    np.testing.assert_array_equal(np.asarray(loaded(x)), np.asarray(model(x)))
+    np.testing.assert_array_equal(to_numpy(loaded(x)), to_numpy(model(x)))
     assert type(loaded.layers[0]) is type(layer)
 
 

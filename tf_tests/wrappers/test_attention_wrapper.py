@@ -9,6 +9,7 @@ own argument, never read from the wrapper.
 """
 
 import backend_support
+from backend_support import to_numpy
 import keras
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def _np(x):
 
 def _run(wrapper, x):
     y = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")(x)
-    return wrapper.split_outputs(np.asarray(y))
+    return wrapper.split_outputs(to_numpy(y))
 
 
 def _reference(wrapper, hs, resets=None, activation=np.tanh):
@@ -81,11 +82,11 @@ def test_matches_reference_lstm(score):
                                return_attention=True, dtype="float64")
     x = np.random.default_rng(0).normal(size=(B, T, F))
     parts = _run(wrapper, x)
-    expected, weights = _reference(wrapper, np.asarray(parts.cell_output))
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **OUTPUT_TOLERANCE)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
+    expected, weights = _reference(wrapper, to_numpy(parts.cell_output))
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(to_numpy(parts.attention), weights, **ATTENTION_TOLERANCE)
     # Unfilled slots get exactly zero; filled ones sum to one.
-    got = np.asarray(parts.attention)
+    got = to_numpy(parts.attention)
     for t in range(T):
         empty = M - min(t, M)
         assert np.all(got[:, t, :empty] == 0.0)
@@ -107,9 +108,9 @@ def test_matches_reference_other_cells(cls):
     cell_output = parts.cell_output
     hs = cell.split_outputs(cell_output)[0][-1] if hasattr(cell, "split_outputs") \
         else cell_output
-    expected, weights = _reference(wrapper, np.asarray(hs))
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **OUTPUT_TOLERANCE)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
+    expected, weights = _reference(wrapper, to_numpy(hs))
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(to_numpy(parts.attention), weights, **ATTENTION_TOLERANCE)
 
 
 def _linear(z):
@@ -126,14 +127,14 @@ def test_output_activation_default_tanh_and_linear_option(activation):
                                bias_initializer="ones", dtype="float64", **kwargs)
     x = 3.0 * np.random.default_rng(4).normal(size=(B, T, F))
     parts = _run(wrapper, x)
-    hs = np.asarray(parts.cell_output)
+    hs = to_numpy(parts.cell_output)
     tanh_out, weights = _reference(wrapper, hs)
     linear_out, _ = _reference(wrapper, hs, activation=_linear)
     expected, other = (tanh_out, linear_out) if activation == "default" \
         else (linear_out, tanh_out)
-    got = np.asarray(parts.output)
+    got = to_numpy(parts.output)
     np.testing.assert_allclose(got, expected, **OUTPUT_TOLERANCE)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
+    np.testing.assert_allclose(to_numpy(parts.attention), weights, **ATTENTION_TOLERANCE)
     assert np.max(np.abs(got - other)) > 1e-2  # the two forms are told apart
     if activation == "default":
         assert np.all(np.abs(got) < 1.0)
@@ -153,7 +154,7 @@ def test_activation_survives_get_config_round_trip(activation):
     assert config["activation"] == ("tanh" if activation == "default" else "linear")
     z = np.linspace(-3.0, 3.0, 7).astype("float32")
     expected = np.tanh(z) if activation == "default" else z
-    np.testing.assert_allclose(np.asarray(clone.activation(z)), expected, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(clone.activation(z)), expected, atol=1e-6)
 
 
 def test_reset_flag_empties_memory():
@@ -166,10 +167,10 @@ def test_reset_flag_empties_memory():
                                reset_flag=True, return_cell_output=True,
                                return_attention=True, dtype="float64")
     parts = _run(wrapper, x)
-    expected, weights = _reference(wrapper, np.asarray(parts.cell_output), resets)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **OUTPUT_TOLERANCE)
-    np.testing.assert_allclose(np.asarray(parts.attention), weights, **ATTENTION_TOLERANCE)
-    assert np.all(np.asarray(parts.attention)[0, 3] == 0.0)  # empty after the reset
+    expected, weights = _reference(wrapper, to_numpy(parts.cell_output), resets)
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **OUTPUT_TOLERANCE)
+    np.testing.assert_allclose(to_numpy(parts.attention), weights, **ATTENTION_TOLERANCE)
+    assert np.all(to_numpy(parts.attention)[0, 3] == 0.0)  # empty after the reset
 
 
 def test_never_looks_at_the_future():
@@ -178,11 +179,11 @@ def test_never_looks_at_the_future():
                                return_attention=True, dtype="float64")
     rnn = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")
     x = np.random.default_rng(3).normal(size=(B, T, F))
-    y = np.asarray(rnn(x))
+    y = to_numpy(rnn(x))
     for cut in (1, 5, T - 1):
         changed = x.copy()
         changed[:, cut:] += 10.0
-        z = np.asarray(rnn(changed))
+        z = to_numpy(rnn(changed))
         np.testing.assert_array_equal(y[:, :cut], z[:, :cut])
         assert not np.allclose(y[:, cut], z[:, cut])
 
@@ -234,14 +235,14 @@ def test_weights_of_a_model_trained_without_return_attention():
     x = np.random.default_rng(5).normal(size=(B, T, F))
     trained = keras.layers.RNN(AttentionWrapper(keras.layers.LSTMCell(5), M, "combined"),
                                return_sequences=True)
-    y = np.asarray(trained(x))
+    y = to_numpy(trained(x))
     plotting = keras.layers.RNN(
         AttentionWrapper(keras.layers.LSTMCell(5), M, "combined", return_attention=True),
         return_sequences=True)
     plotting.build(x.shape)
     plotting.set_weights(trained.get_weights())
     parts = plotting.cell.split_outputs(plotting(x))
-    np.testing.assert_allclose(np.asarray(parts.output), y, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(parts.output), y, atol=1e-6)
     assert parts.attention.shape == (B, T, M)
 
 

@@ -9,6 +9,7 @@ explicit mean over that buffer at every step, reset points included.
 
 import keras
 import numpy as np
+from backend_support import to_numpy
 import pytest
 
 import hmkeras
@@ -26,7 +27,7 @@ B, T, F = 3, 12, 4
 def _run(wrapper, x, mask=None):
     rnn = keras.layers.RNN(wrapper, return_sequences=True, dtype="float64")
     y = rnn(x) if mask is None else rnn(x, mask=mask)
-    return wrapper.split_outputs(np.asarray(y))
+    return wrapper.split_outputs(to_numpy(y))
 
 
 def _reference(wrapper, hs, resets=None, include_current=False):
@@ -60,15 +61,15 @@ def test_matches_explicit_buffer_mean_lstm(include_current):
                                return_cell_output=True, dtype="float64")
     x = np.random.default_rng(0).normal(size=(B, T, F))
     parts = _run(wrapper, x)
-    hs = np.asarray(parts.cell_output)
+    hs = to_numpy(parts.cell_output)
     expected, contexts = _reference(wrapper, hs, include_current=include_current)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **FLOAT64)
     # The first context is exactly the zero h_0 (or half of h_1).
     first = hs[:, 0] / 2 if include_current else np.zeros_like(hs[:, 0])
     np.testing.assert_allclose(contexts[:, 0], first)
     # The wrapped cell's recurrence is unchanged: a bare RNN gives its outputs.
     bare = keras.layers.RNN(wrapper.cell, return_sequences=True, dtype="float64")(x)
-    np.testing.assert_allclose(hs, np.asarray(bare), **FLOAT64)
+    np.testing.assert_allclose(hs, to_numpy(bare), **FLOAT64)
 
 
 @pytest.mark.parametrize("layers", ["all", "top"])
@@ -81,12 +82,12 @@ def test_hierarchical_cell_averages_hiddens_never_boundaries(cls, layers):
     x = np.random.default_rng(1).normal(size=(B, T, F))
     parts = _run(wrapper, x)
     hiddens, boundaries = cell.split_outputs(parts.cell_output)
-    hiddens = [np.asarray(h) for h in hiddens]
+    hiddens = [to_numpy(h) for h in hiddens]
     hs = hiddens[-1] if layers == "top" else np.concatenate(hiddens, axis=-1)
     assert wrapper.remembered_size == (3 if layers == "top" else 12)
     expected, _ = _reference(wrapper, hs)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
-    assert np.asarray(boundaries).shape == (B, T, 2)
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **FLOAT64)
+    assert to_numpy(boundaries).shape == (B, T, 2)
 
 
 def test_multiplicative_lstm_cell():
@@ -96,8 +97,8 @@ def test_multiplicative_lstm_cell():
     x = np.random.default_rng(2).normal(size=(B, T, F))
     parts = _run(wrapper, x)
     assert parts.output.shape == (B, T, 7)
-    expected, _ = _reference(wrapper, np.asarray(parts.cell_output))
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
+    expected, _ = _reference(wrapper, to_numpy(parts.cell_output))
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **FLOAT64)
 
 
 @pytest.mark.parametrize("mode", ["token_id", "flag"])
@@ -113,18 +114,18 @@ def test_reset_column_clears_memory_after_the_step(mode):
     features = rng.normal(size=(B, T, F))
     x = np.concatenate([features, column[..., None].astype("float64")], axis=-1)
     parts = _run(wrapper, x)
-    hs = np.asarray(parts.cell_output)
+    hs = to_numpy(parts.cell_output)
     expected, _ = _reference(wrapper, hs, resets=resets)
-    np.testing.assert_allclose(np.asarray(parts.output), expected, **FLOAT64)
+    np.testing.assert_allclose(to_numpy(parts.output), expected, **FLOAT64)
     # The cell never sees the column: its outputs are those of the features.
     bare = keras.layers.RNN(wrapper.cell, return_sequences=True, dtype="float64")(features)
-    np.testing.assert_allclose(hs, np.asarray(bare), **FLOAT64)
+    np.testing.assert_allclose(hs, to_numpy(bare), **FLOAT64)
     # And the reset matters: without it the outputs differ after row 0's end.
     plain = AveragingWrapper(wrapper.cell, return_cell_output=True, dtype="float64")
     plain.build((None, F))
     plain.set_weights(wrapper.get_weights())
     other = _run(plain, features)
-    assert not np.allclose(np.asarray(other.output)[0, 4:], np.asarray(parts.output)[0, 4:])
+    assert not np.allclose(to_numpy(other.output)[0, 4:], to_numpy(parts.output)[0, 4:])
 
 
 def test_state_layout_and_zero_state_is_empty_memory():

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+from backend_support import to_numpy
 import pytest
 
 import hmkeras
@@ -46,7 +47,7 @@ def test_callbacks_find_the_hierarchical_cell_inside_wrappers():
     probe = keras.Model(model.inputs[0], rnn.output)(x[:4])
     inner = rnn.cell.cell_outputs(probe)
     _, boundaries = cell.split_outputs(rnn.cell.cell.cell_outputs(inner))
-    rates = np.asarray(boundaries).reshape(-1, 2).mean(axis=0)
+    rates = to_numpy(boundaries).reshape(-1, 2).mean(axis=0)
     assert 0.0 < rates.max() and rates.min() < 1.0
     assert logs["z_rate_1"] == pytest.approx(rates[0])
     assert logs["z_rate_2"] == pytest.approx(rates[1])
