@@ -20,7 +20,8 @@ Features (`h^l_t` the layers' outputs, `e(x_t)` the input embedding):
 * `updated state`: `h^1_t`, the bottom layer after its update.
 
     python examples/ptb_char.py --preset=brent --manual_dir=../shared/data/brent \
-        --seed=0 --nolstm_baseline --output_dir=runs/brent_s0
+        --seed=0 --boundary_input=previous --boundary_gradient=hard_sigmoid \
+        --nolstm_baseline --output_dir=runs/brent_s0
     python bench/detector_probe.py --run_dir=runs/brent_s0 \
         --train_file=../shared/data/brent/phono_tr.txt \
         --test_file=../shared/data/brent/phono_te.txt

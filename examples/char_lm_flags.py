@@ -80,6 +80,7 @@ PLACEMENTS = ("entropy", "rise", "none")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
 BOUNDARY_GRADIENTS = ("hard_sigmoid", "sigmoid")
+BOUNDARY_INPUTS = ("previous", "updated")
 # Flags of --dataset=text_file (the arguments of hmkeras.data.read_text_splits),
 # and all the flags that apply to it only.
 TEXT_FILE_FLAGS = ("text_file", "valid_file", "test_file", "valid_fraction", "test_fraction")
@@ -143,7 +144,12 @@ flags.DEFINE_float("slope", 1.0, "Initial hard-sigmoid slope a.")
 flags.DEFINE_enum("boundary_gradient", "hard_sigmoid", list(BOUNDARY_GRADIENTS),
                   "hmlstm, hmrnn: the straight-through estimator's backward pass: "
                   "hard_sigmoid (Chung et al.; 0 at a saturated detector) or sigmoid "
-                  "(never 0, an extension).")
+                  "(never 0, an extension; the default of --unsegmented runs).")
+flags.DEFINE_enum("boundary_input", "previous", list(BOUNDARY_INPUTS),
+                  "hmlstm, hmrnn: what the boundary detectors read: previous (Chung et "
+                  "al.: the pre-activation, from the states before the update) or "
+                  "updated (the layer's state after it, an extension; the default of "
+                  "--unsegmented runs).")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
@@ -265,12 +271,21 @@ def _check_unsegmented_flags(settings, flag_values):
 
 
 def _unsegmented_boundary_defaults(settings, flag_values):
-    """On unsegmented text the hierarchical cells' z^1 goes where the
-    uncertainty rises (--boundary_placement=rise) and its number of
-    boundaries is left to that placement (--segment_lengths=none,15,...: the
-    prior holds the layers above), unless those flags are given."""
+    """On unsegmented text the hierarchical cells' detectors read the
+    updated state (--boundary_input=updated) and pass the logistic
+    sigmoid's straight-through gradient (--boundary_gradient=sigmoid; not
+    with --boundary_mode=soft), z^1 goes where the uncertainty rises
+    (--boundary_placement=rise) and its number of boundaries is left to
+    that placement (--segment_lengths=none,15,...: the prior holds the
+    layers above), unless those flags are given; the papers' model
+    (--boundary_prior=none) keeps the papers' detectors."""
     if not settings["unsegmented"] or settings["cell"] not in ("hmlstm", "hmrnn"):
         return
+    if settings["boundary_placement"] != "none":
+        if not flag_values["boundary_input"].present:
+            settings["boundary_input"] = "updated"
+        if settings["boundary_mode"] != "soft" and not flag_values["boundary_gradient"].present:
+            settings["boundary_gradient"] = "sigmoid"
     if settings["boundary_placement"] == "none" or flag_values["boundary_placement"].present:
         return  # the papers' model (no prior), or the user's choice
     settings["boundary_placement"] = "rise"
@@ -321,8 +336,8 @@ def _check_placement_flag(settings, flag_values):
 
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
-    "boundary_gradient", "boundary_bias", "boundary_prior", "segment_lengths",
-    "boundary_placement", "stop_on_collapse",
+    "boundary_gradient", "boundary_input", "boundary_bias", "boundary_prior",
+    "segment_lengths", "boundary_placement", "stop_on_collapse",
 )
 
 
@@ -419,8 +434,8 @@ MODEL_FLAGS = (
     "dataset", "text_file", "valid_file", "test_file", "valid_fraction", "test_fraction",
     "vocabulary", "text_chars", "unsegmented", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
-    "boundary_mode", "slope", "boundary_gradient", "layer_norm", "top_down", "copy_last",
-    "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
+    "boundary_mode", "slope", "boundary_gradient", "boundary_input", "layer_norm", "top_down",
+    "copy_last", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
     "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
@@ -436,7 +451,8 @@ DATA_FLAGS = ("dataset", "text_file", "valid_file", "test_file", "text_chars")
 _SHARED_OPTION_FLAGS = {"dropout": "dropout", "recurrent_dropout": "recurrent_dropout"}
 _HIERARCHICAL_OPTION_FLAGS = {
     "boundary_mode": "boundary_mode", "slope": "slope",
-    "boundary_gradient": "boundary_gradient", "layer_norm": "layer_norm",
+    "boundary_gradient": "boundary_gradient", "boundary_input": "boundary_input",
+    "layer_norm": "layer_norm",
     "top_down": "top_down", "boundary_bias": "boundary_bias", **_SHARED_OPTION_FLAGS,
 }
 CELL_OPTION_FLAGS = {

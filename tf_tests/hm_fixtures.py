@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 import backend_support
+from backend_support import to_numpy
 import finite_differences
 import hm_reference
 import hmkeras
@@ -25,6 +26,9 @@ def make_cell(cls=hmkeras.HMLSTMCell, units=UNITS, z_bias=0.0, seed=1, **kwargs)
     columns_per_unit = cell._columns_per_unit
     for index, units_l in enumerate(cell.units[:-1]):
         n = index + 1
+        if not cell.has_detector_columns:  # the detector reads h^l_t
+            _scale_and_shift_detector(cell, n, z_bias)
+            continue
         for name in ("kernel", "recurrent_kernel", "top_down_kernel"):
             variable = next((w for w in cell.weights if w.name == f"{name}_{n}"), None)
             if variable is None:
@@ -39,6 +43,15 @@ def make_cell(cls=hmkeras.HMLSTMCell, units=UNITS, z_bias=0.0, seed=1, **kwargs)
     return cell
 
 
+def _scale_and_shift_detector(cell, n, z_bias):
+    """Layer `n`'s own detector (`boundary_input="updated"`): its kernel
+    times 4, its bias `z_bias`."""
+    kernel = next(w for w in cell.weights if w.name == f"detector_kernel_{n}")
+    kernel.assign(4.0 * ops.convert_to_numpy(kernel))
+    bias = next(w for w in cell.weights if w.name == f"detector_bias_{n}")
+    bias.assign(np.full((1,), z_bias))
+
+
 # The tolerances of a float64 cell against the float64 NumPy reference;
 # float32 ones where the backend computes float64 layers in float32 (JAX,
 # `backend_support.HAS_FLOAT64`; the reference is then fed the float32
@@ -51,7 +64,7 @@ def run_rnn(cell, x, training=False):
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True, dtype="float64",
                            **backend_support.DRAWING_LOOP)
     result = rnn(x, training=training)
-    return np.asarray(result[0]), [np.asarray(s) for s in result[1:]]
+    return to_numpy(result[0]), [to_numpy(s) for s in result[1:]]
 
 
 def inputs(seed=0):
@@ -77,7 +90,8 @@ def check_gradients_against_reference(cell, reference, x, training=False, entrie
     the straight-through gradient (dz/dz~ = 1, the derivative of the cell's
     `boundary_gradient` surrogate below), so the check covers the estimator
     as documented.  Always
-    checks the boundary column of every lower layer's matrices and bias.
+    checks the boundary column of every lower layer's matrices and bias
+    (with `boundary_input="updated"`, the detectors' own weights).
 
     Returns:
         The cell's outputs, as a NumPy array.
@@ -94,25 +108,32 @@ def check_gradients_against_reference(cell, reference, x, training=False, entrie
         rnn, weights, objective, ops.convert_to_tensor(x), training=training)
     loss = float(objective(y, []))
     assert all(g is not None for g in grads), [w.name for w, g in zip(weights, grads) if g is None]
-    gradients = {w.name: np.asarray(g) for w, g in zip(weights, grads)}
+    gradients = {w.name: to_numpy(g) for w, g in zip(weights, grads)}
     values = hm_reference.cell_weights(cell)
-    y = np.asarray(y)
+    y = to_numpy(y)
 
     offsets = None
     if cell.boundary_mode != "soft":
         z0 = y[..., -(cell.num_layers - 1):]
         discrete = reference(x, values, cell.units, mode="step", slope=float(values["slope"]),
-                             boundaries=z0, gradient=cell.boundary_gradient)
+                             boundaries=z0, gradient=cell.boundary_gradient,
+                             boundary_input=cell.boundary_input)
         offsets = z0 - discrete["z_tilde"]
 
     def reference_loss(point):
         out = reference(x, point, cell.units, mode="soft", slope=float(point["slope"]),
-                        z_offsets=offsets, gradient=cell.boundary_gradient)["outputs"]
+                        z_offsets=offsets, gradient=cell.boundary_gradient,
+                        boundary_input=cell.boundary_input)["outputs"]
         return np.sum(np.square(out[..., top]))
 
     np.testing.assert_allclose(reference_loss(values), loss, rtol=GRADIENT_TOLERANCES["loss"])
     required = {}
     for index, units in enumerate(cell.units[:-1]):
+        if not cell.has_detector_columns:  # the detector's own weights
+            rows = cell.units[index]
+            required[f"detector_kernel_{index + 1}"] = [0, rows - 1]
+            required[f"detector_bias_{index + 1}"] = [0]
+            continue
         column = cell._columns_per_unit * units  # the boundary detector's
         for name in ("kernel", "recurrent_kernel", "top_down_kernel", "bias"):
             shape = values[f"{name}_{index + 1}"].shape

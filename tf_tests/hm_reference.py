@@ -56,6 +56,15 @@ def _preactivations(w, n, below, z_below, h_prev, above, z_prev, ln, has_td):
     return bu, rec, td
 
 
+def detector_preactivation(w, n, column, hidden, boundary_input):
+    """The pre-activation of `z^n`: the products' boundary `column` (Chung
+    et al. Eq. 5-7), or with `boundary_input="updated"` the layer's new
+    state `hidden` through its `detector_kernel_n` and `detector_bias_n`."""
+    if boundary_input == "updated":
+        return hidden @ w[f"detector_kernel_{n}"][:, 0] + w[f"detector_bias_{n}"][0]
+    return column
+
+
 def hmlstm(
     x,
     w,
@@ -68,6 +77,7 @@ def hmlstm(
     boundaries=None,
     z_offsets=None,
     gradient="hard_sigmoid",
+    boundary_input="previous",
 ):
     """Runs the HM-LSTM over `x` (batch, time, features).
 
@@ -82,6 +92,8 @@ def hmlstm(
     With `gradient="sigmoid"` z~ is `sigmoid(slope * x)` (`surrogate`), the
     surrogate of that estimator: the step decisions (z~ > 0.5, i.e. x > 0)
     are the same, the soft form with offsets has its derivative.
+    `boundary_input="updated"`: each detector reads its layer's new `h`
+    (`detector_preactivation`), and the products have no boundary column.
 
     Returns dict: outputs (B, T, sum+L-1), h (list of final h), c (list),
     z (final), z_tilde (B, T, L-1), ops (B, T, L) operation names.
@@ -132,7 +144,8 @@ def hmlstm(
                     hl[b] = h_new
                 ops_l.append(op)
                 if not top:
-                    zt = surrogate(s[4 * u], slope, gradient)
+                    pre = detector_preactivation(w, n, s[4 * u:], hl[b], boundary_input)
+                    zt = surrogate(np.squeeze(pre), slope, gradient)
                     z_tilde_t[b, l] = zt
                     if boundaries is not None:
                         new_z[b, l] = boundaries[b, t, l]
@@ -161,7 +174,7 @@ def hmlstm(
 
 
 def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True, boundaries=None,
-          z_offsets=None, gradient="hard_sigmoid"):
+          z_offsets=None, gradient="hard_sigmoid", boundary_input="previous"):
     """Runs the HMRNN (Kadar et al. Eq. 9) over `x`; see `hmlstm`."""
     B, T, _ = x.shape
     L = len(units)
@@ -197,7 +210,8 @@ def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True
                     hl[b] = h[l][b] if op == COPY else np.tanh(s[:u])
                 ops_l.append(op)
                 if not top:
-                    zt = surrogate(s[u], slope, gradient)
+                    pre = detector_preactivation(w, n, s[u:], hl[b], boundary_input)
+                    zt = surrogate(np.squeeze(pre), slope, gradient)
                     z_tilde_t[b, l] = zt
                     if boundaries is not None:
                         new_z[b, l] = boundaries[b, t, l]

@@ -57,6 +57,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 import hmkeras
+from hmkeras.cells.hierarchical_cell import BOUNDARY_INPUTS
 from hmkeras.cells.hierarchical_cell import BOUNDARY_MODES
 from hmkeras.cells.straight_through import GRADIENTS
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
@@ -126,6 +127,7 @@ def hm_cell_arguments(draw, lstm, max_units=8):
         "slope": draw(st.floats(0.25, 5.0)),
         "boundary_gradient": "hard_sigmoid" if mode == "soft" else draw(
             st.sampled_from(GRADIENTS)),
+        "boundary_input": draw(st.sampled_from(BOUNDARY_INPUTS)),
         "layer_norm": draw(st.booleans()),
         "layer_norm_gain": draw(st.floats(0.05, 2.0)),
         "top_down": draw(st.booleans()),
@@ -632,6 +634,7 @@ HM_BAD = {
     "boundary_mode": bad_choice(BOUNDARY_MODES),
     "slope": BAD_FLOAT_ABOVE_ZERO,
     "boundary_gradient": bad_choice(GRADIENTS),
+    "boundary_input": bad_choice(BOUNDARY_INPUTS),
     "layer_norm": BAD_BOOL,
     "layer_norm_gain": BAD_FLOAT_ABOVE_ZERO,
     "top_down": BAD_BOOL,

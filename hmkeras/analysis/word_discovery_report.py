@@ -90,13 +90,15 @@ def utterance_values(utterances, values):
 def predictive_entropies(lm, ids, chunk=1000):
     """`H_t` in nats of `lm`'s prediction of symbol `t + 1`, for every input
     `t` of `ids[:-1]`, read at batch 1 from a zero state with the state
-    carried between chunks of `chunk` steps."""
+    carried between chunks of `chunk` steps (one compiled function; the
+    last chunk is padded, which changes no step before the padding)."""
     ids = np.asarray(ids, np.int32)[:-1]
+    step = tf.function(lambda x, state: lm.network([x, *state], training=False))
     state, out = [tf.constant(s) for s in lm.zero_state(1)], []
     for start in range(0, ids.shape[0], chunk):
-        logits, _, *state = lm.network(
-            [tf.constant(ids[None, start: start + chunk]), *state], training=False)
-        out.append(predictive_entropy(logits[0], tf.float64).numpy())
+        part = ids[start: start + chunk]
+        logits, _, *state = step(tf.constant(np.pad(part, [0, chunk - len(part)])[None]), state)
+        out.append(predictive_entropy(logits[0, :len(part)], tf.float64).numpy())
     return np.concatenate(out)
 
 

@@ -3,8 +3,9 @@
 It owns what the two cells have in common (Chung et al. 2017, Sec. 3.2;
 Kadar et al. 2018, Appendix A and B): the argument checks, the
 non-trainable `slope` of the hard sigmoid, the boundary detectors
-(`"step"`, `"sample"`, `"soft"`; Chung Eq. 8-9) and their straight-through
-backward pass (`boundary_gradient`), the unroll over the
+(`"step"`, `"sample"`, `"soft"`; Chung Eq. 8-9), what they read
+(`boundary_input`) and their straight-through backward pass
+(`boundary_gradient`), the unroll over the
 layers of one step (bottom first) with each layer's COPY / UPDATE / FLUSH
 masks (Chung Eq. 2-3) and the configuration.  A layer's weights come from
 `layer_weights`, its products for a sequence from `layer_products`, its
@@ -26,6 +27,7 @@ from keras import ops
 
 from hmkeras import argument_checks
 from hmkeras.cells import hierarchy_layout
+from hmkeras.cells import layer_weights
 from hmkeras.cells import sparse_update
 from hmkeras.cells import straight_through
 from hmkeras.cells.layer_products import LayerProducts
@@ -39,6 +41,9 @@ from hmkeras.cells.sequence_layer import apply_to_steps
 from hmkeras.cells.variational_dropout import VariationalDropoutMixin
 
 BOUNDARY_MODES = ("step", "sample", "soft")
+# What a boundary detector reads: Chung et al.'s pre-activation column
+# (Eq. 5-7), or the layer's updated state (an extension).
+BOUNDARY_INPUTS = ("previous", "updated")
 # The initializer, regularizer and constraint arguments, with their Keras
 # module (`get`, `serialize`).
 _KERAS_OBJECTS = tuple(
@@ -108,6 +113,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         boundary_mode="step",
         slope=1.0,
         boundary_gradient="hard_sigmoid",
+        boundary_input="previous",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -143,6 +149,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             "slope", slope, minimum=0, exclusive_minimum=True
         )
         self.boundary_gradient = _check_boundary_gradient(boundary_gradient, self.boundary_mode)
+        self.boundary_input = argument_checks.check_choice(
+            "boundary_input", boundary_input, BOUNDARY_INPUTS
+        )
         self.layer_norm = argument_checks.check_bool("layer_norm", layer_norm)
         self.layer_norm_gain = argument_checks.check_float(
             "layer_norm_gain", layer_norm_gain, minimum=0, exclusive_minimum=True
@@ -192,6 +201,16 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             above = self.units[index + 1] if index + 1 < self.num_layers else None
             self._build_layer(index, below, size, above)
             below = size
+        if self.boundary_input == "updated":
+            for index in range(self.num_layers - 1):
+                self._layer_params[index].update(
+                    layer_weights.add_updated_detector(self, index, self.units[index]))
+
+    @property
+    def has_detector_columns(self):
+        """Whether the layers below the top have the boundary detector's
+        column in their products (Chung Eq. 5-7: `boundary_input="previous"`)."""
+        return self.boundary_input == "previous"
 
     def build_sequence_constants(self, step_input):
         """Tensors prepared once per sequence (see `variational_dropout`).
@@ -209,7 +228,9 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
 
     def _product_options(self, index):
         """The `ProductOptions` of layer `index`."""
-        can_copy_and_detect = 0 < index < self.num_layers - 1
+        # With `boundary_input="updated"` a COPY's detector reads the kept
+        # `h^l`, so no product's column is kept for it.
+        can_copy_and_detect = (0 < index < self.num_layers - 1) and self.has_detector_columns
         return ProductOptions(
             layer_norm=self.layer_norm,
             stack_recurrent=self._stack_recurrent_products,
@@ -265,6 +286,12 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
     # ------------------------------------------------------------------
     # The step
     # ------------------------------------------------------------------
+    def _updated_preactivation(self, index, hidden):
+        """The pre-activation of `z^l_t` from the updated state, `h^l_t w_l
+        + c_l` (`boundary_input="updated"`, an extension)."""
+        params = self._layer_params[index]
+        return ops.matmul(hidden, params["detector_kernel"]) + params["detector_bias"]
+
     def _detect_boundary(self, preactivation, slope, training):
         """Chung et al. Eq. (8)-(9) with the straight-through estimator."""
         if self.boundary_mode == "soft":
@@ -376,6 +403,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             new_states.extend(state)
             hiddens.append(state[0])
             below = state[0]
+            if not is_top and not self.has_detector_columns:
+                preactivation = self._updated_preactivation(index, state[0])
             if not is_top:  # Chung Eq. (8)-(9)
                 z_below = self._detect_boundary(preactivation, context.slope, context.training)
                 boundaries.append(z_below)
@@ -420,6 +449,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             "boundary_mode": self.boundary_mode,
             "slope": self.initial_slope,
             "boundary_gradient": self.boundary_gradient,
+            "boundary_input": self.boundary_input,
             "layer_norm": self.layer_norm,
             "layer_norm_gain": self.layer_norm_gain,
             "top_down": self.top_down,

@@ -54,6 +54,17 @@ class HMLSTM(HierarchicalSequenceLayer):
             sigm(a x) (1 - sigm(a x))`, never 0 (an extension: a saturated,
             misplaced boundary can still move). `"step"` and `"sample"`
             modes only.
+        boundary_input: What each boundary detector reads: `"previous"`
+            (Chung et al. Eq. 5-7; default), a column of the layer's
+            pre-activation `s`, from `h^l_{t-1}`, `h^{l+1}_{t-1}` and
+            `h^{l-1}_t`; or `"updated"`, the layer's state after this
+            step's update, `z~ = hard_sigm(h^l_t w_l + c_l)`, with weights
+            `detector_kernel_l` and `detector_bias_l` of its own (an
+            extension: `z^l_t` is first used at step `t + 1` and by the
+            layer above after this layer's update, so it may read `h^l_t`;
+            a detector that reads the word so far finds the words of
+            unsegmented text better: `docs/guides/hm-lstm.md`, "Words that
+            nothing marks: unsegmented text").
         layer_norm: Layer normalization (Ba et al. 2016, Eq. 20-22) of
             each of the bottom-up, recurrent and top-down products and of
             the cell state before the output tanh, on every layer. Default
@@ -166,6 +177,7 @@ class HMLSTM(HierarchicalSequenceLayer):
         boundary_mode="step",
         slope=1.0,
         boundary_gradient="hard_sigmoid",
+        boundary_input="previous",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -202,6 +214,7 @@ class HMLSTM(HierarchicalSequenceLayer):
             boundary_mode=boundary_mode,
             slope=slope,
             boundary_gradient=boundary_gradient,
+            boundary_input=boundary_input,
             layer_norm=layer_norm,
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,

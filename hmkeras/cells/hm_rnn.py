@@ -27,6 +27,8 @@ class HMRNN(HierarchicalSequenceLayer):
         slope: Initial hard-sigmoid slope `a > 0` (a non-trainable weight).
         boundary_gradient: The straight-through backward pass,
             `"hard_sigmoid"` (default) or `"sigmoid"` (see `HMLSTMCell`).
+        boundary_input: What the detectors read, `"previous"` (default)
+            or `"updated"` (see `HMLSTMCell`).
         layer_norm: Layer normalization (Ba et al. 2016) of each of the
             bottom-up, recurrent and top-down products. Default `True`.
         layer_norm_gain: Initial gain (> 0) of those normalizations (see
@@ -111,6 +113,7 @@ class HMRNN(HierarchicalSequenceLayer):
         boundary_mode="step",
         slope=1.0,
         boundary_gradient="hard_sigmoid",
+        boundary_input="previous",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -145,6 +148,7 @@ class HMRNN(HierarchicalSequenceLayer):
             boundary_mode=boundary_mode,
             slope=slope,
             boundary_gradient=boundary_gradient,
+            boundary_input=boundary_input,
             layer_norm=layer_norm,
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,

@@ -59,6 +59,8 @@ class HMRNNCell(HierarchicalCell):
         slope: Initial hard-sigmoid slope `a > 0` (a non-trainable weight).
         boundary_gradient: The straight-through backward pass,
             `"hard_sigmoid"` (default) or `"sigmoid"` (see `HMLSTMCell`).
+        boundary_input: What the detectors read, `"previous"` (default)
+            or `"updated"` (see `HMLSTMCell`).
         layer_norm: Layer normalization (Ba et al. 2016) of each of the
             bottom-up, recurrent and top-down products. Default `True`.
         layer_norm_gain: Initial gain (> 0) of those normalizations (see
@@ -120,6 +122,7 @@ class HMRNNCell(HierarchicalCell):
         boundary_mode="step",
         slope=1.0,
         boundary_gradient="hard_sigmoid",
+        boundary_input="previous",
         layer_norm=True,
         layer_norm_gain=0.2,
         top_down=True,
@@ -146,6 +149,7 @@ class HMRNNCell(HierarchicalCell):
             boundary_mode=boundary_mode,
             slope=slope,
             boundary_gradient=boundary_gradient,
+            boundary_input=boundary_input,
             layer_norm=layer_norm,
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,
@@ -185,5 +189,5 @@ class HMRNNCell(HierarchicalCell):
         s = step.products.mixture(step.inputs, self._product_gates(step))
         s = s + self._layer_params[step.index]["bias"]
         h = blend_copy(step.ops.copy, h_previous, ops.tanh(s[:, :units]))  # Eq. (15)
-        boundary = None if step.is_top else s[:, units:]
+        boundary = s[:, units:] if self.has_detector_columns and not step.is_top else None
         return [h], boundary

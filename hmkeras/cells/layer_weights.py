@@ -12,6 +12,11 @@ with `add_bias` and any normalization of its own with `add_layer_norm`):
   (Ba et al. 2016, Eq. 20);
 * `bias_{n}`, with the boundary column's entry set to `boundary_bias`.
 
+With `boundary_input="updated"` the products have no boundary column;
+each layer below the top has its detector's own `detector_kernel_{n}`
+(`units x 1`, reading `h^l_t`) and `detector_bias_{n}` instead
+(`add_updated_detector`).
+
 Every random matrix and every boundary column is a draw of its own
 (`independent_draw`), reproducible from the cell's `seed`.
 """
@@ -35,26 +40,26 @@ def add_products(cell, index, input_size, units, above_units):
         The layer's weight dict, for the subclass to complete.
     """
     n = index + 1  # paper numbering of the layers
-    has_boundary = above_units is not None
+    has_column = above_units is not None and cell.has_detector_columns
     weights = {
         "kernel": _add_matrix(
-            cell, f"kernel_{n}", input_size, units, has_boundary,
+            cell, f"kernel_{n}", input_size, units, has_column,
             cell.kernel_initializer, cell.kernel_regularizer, cell.kernel_constraint,
         ),
         "recurrent_kernel": _add_matrix(
-            cell, f"recurrent_kernel_{n}", units, units, has_boundary,
+            cell, f"recurrent_kernel_{n}", units, units, has_column,
             cell.recurrent_initializer, cell.recurrent_regularizer,
             cell.recurrent_constraint,
         ),
     }
-    if has_boundary and cell.top_down:
+    if above_units is not None and cell.top_down:
         weights["top_down_kernel"] = _add_matrix(
-            cell, f"top_down_kernel_{n}", above_units, units, has_boundary,
+            cell, f"top_down_kernel_{n}", above_units, units, has_column,
             cell.recurrent_initializer, cell.recurrent_regularizer,
             cell.recurrent_constraint,
         )
     if cell.layer_norm:
-        columns = cell._columns_per_unit * units + int(has_boundary)
+        columns = cell._columns_per_unit * units + int(has_column)
         for name in ("bottom_up", "recurrent", "top_down"):
             if name != "top_down" or "top_down_kernel" in weights:
                 weights[f"norm_{name}"] = add_layer_norm(
@@ -74,12 +79,15 @@ def add_layer_norm(cell, name, size, gain=1.0):
 
 
 def add_bias(cell, index, units, has_boundary, gate_shift=None):
-    """`b_l`, with the boundary column's entry set to `boundary_bias`.
+    """`b_l`, with the boundary column's entry set to `boundary_bias`
+    (a layer below the top, `has_boundary`, whose detector reads the
+    products).
 
     `gate_shift(shape, dtype)`, when given, is added to the gate part
     (the HM-LSTM's forget bias).
     """
     gate_columns = cell._columns_per_unit * units
+    has_boundary = has_boundary and cell.has_detector_columns
 
     def initializer(shape, dtype=None):
         bias = cell.bias_initializer(shape, dtype=dtype)
@@ -98,6 +106,33 @@ def add_bias(cell, index, units, has_boundary, gate_shift=None):
         regularizer=cell.bias_regularizer,
         constraint=cell.bias_constraint,
     )
+
+
+def add_updated_detector(cell, index, units):
+    """The weights of a detector that reads the updated state `h^l_t`
+    (`boundary_input="updated"`): `{"detector_kernel": (units, 1),
+    "detector_bias": (1,)}`, the kernel a draw of `boundary_initializer`
+    of its own with the recurrent regularizer and constraint (it reads the
+    layer's own state, as `U` does), the bias `bias_initializer` plus
+    `boundary_bias` with the bias regularizer and constraint."""
+    n = index + 1
+    draw = independent_draw(cell.boundary_initializer, cell._draws, cell.seed)
+    cell._draws += 1
+
+    def bias_initializer(shape, dtype=None):
+        return cell.bias_initializer(shape, dtype=dtype) + keras.ops.full(
+            shape, cell.boundary_bias, dtype=dtype)
+
+    return {
+        "detector_kernel": cell.add_weight(
+            name=f"detector_kernel_{n}", shape=(units, 1), initializer=draw,
+            regularizer=cell.recurrent_regularizer, constraint=cell.recurrent_constraint,
+        ),
+        "detector_bias": cell.add_weight(
+            name=f"detector_bias_{n}", shape=(1,), initializer=bias_initializer,
+            regularizer=cell.bias_regularizer, constraint=cell.bias_constraint,
+        ),
+    }
 
 
 def _add_matrix(cell, name, rows, units, has_boundary, initializer, regularizer,

@@ -167,7 +167,10 @@ def skip_copying_layer(layer_step, step):
     """
     if step.ops.copy is None:  # the bottom layer
         return layer_step(step)
-    has_boundary = step.z_previous is not None
+    # A detector that reads the products (Chung Eq. 5-7) needs its column
+    # while the layer COPYs; one that reads the kept `h^l` (the cell's
+    # `boundary_input="updated"`) has no column and is computed after.
+    has_boundary = step.products.copy_boundary is not None
 
     def dense():
         new_state, preactivation = layer_step(step)

@@ -121,7 +121,9 @@ def test_hm_layer_sizes_from_numpy(cls):
      (dict(units=4, boundary_mode=1), "boundary_mode"),
      (dict(units=4, boundary_mode="STEP"), "boundary_mode"),
      (dict(units=4, boundary_gradient="tanh"), "boundary_gradient"),
-     (dict(units=4, boundary_gradient=None), "boundary_gradient")],
+     (dict(units=4, boundary_gradient=None), "boundary_gradient"),
+     (dict(units=4, boundary_input="next"), "boundary_input"),
+     (dict(units=4, boundary_input=True), "boundary_input")],
 )
 def test_hm_bad_sizes_and_modes(cls, kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}` must be"):
@@ -143,6 +145,41 @@ def test_boundary_gradient_kept_in_the_config_and_refused_in_soft_mode(cls):
                                          r"\"step\" or \"sample\" .* Received: "
                                          r"boundary_mode=\"soft\"$"):
         cls(4, boundary_mode="soft", boundary_gradient="sigmoid")
+
+
+@pytest.mark.parametrize("cls", [hmkeras.HMLSTMCell, hmkeras.HMRNNCell,
+                                 hmkeras.HMLSTM, hmkeras.HMRNN])
+def test_boundary_input_kept_in_the_config_and_its_weights(cls):
+    layer = cls([4, 3, 2], boundary_input="updated")
+    config = layer.get_config()
+    assert config["boundary_input"] == "updated"
+    assert cls.from_config(config).get_config() == config
+    # A configuration written before the argument existed: Chung et al.'s.
+    del config["boundary_input"]
+    assert getattr(cls.from_config(config), "cell", cls.from_config(config)).boundary_input \
+        == "previous"
+    # Each detector below the top reads its layer's h^l_t through weights of
+    # its own; the products lose their boundary column.
+    layer.build((None, 5, 6) if hasattr(layer, "cell") else (None, 6))
+    shapes = {w.name: tuple(w.shape) for w in layer.weights}
+    assert shapes["detector_kernel_1"] == (4, 1) and shapes["detector_kernel_2"] == (3, 1)
+    assert shapes["detector_bias_1"] == (1,) and "detector_kernel_3" not in shapes
+    previous = cls([4, 3, 2])
+    previous.build((None, 5, 6) if hasattr(previous, "cell") else (None, 6))
+    before = {w.name: tuple(w.shape) for w in previous.weights}
+    assert shapes["recurrent_kernel_1"][1] == before["recurrent_kernel_1"][1] - 1
+    assert shapes["recurrent_kernel_3"] == before["recurrent_kernel_3"]
+
+
+@pytest.mark.parametrize("cls", [hmkeras.HMLSTM, hmkeras.HMRNN])
+def test_detectors_of_the_updated_state_survive_a_keras_file(cls, tmp_path):
+    model = keras.Sequential([keras.Input((5, 6)),
+                              cls([4, 3], boundary_input="updated", return_sequences=True)])
+    x = np.random.default_rng(0).normal(size=(2, 5, 6)).astype("float32")
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(keras.models.load_model(path)(x)),
+                                  keras.ops.convert_to_numpy(model(x)))
 
 
 # ---------------------------------------------------------------------------

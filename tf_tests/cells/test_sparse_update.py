@@ -326,3 +326,33 @@ def test_copy_boundary_column_equals_dense_column(layer_class, layer_norm):
     np.testing.assert_allclose(column.numpy(), full.numpy()[:, -1:], rtol=1e-5, atol=1e-6)
     dense_products = dense.cell.build_sequence_constants(below)["layer_products"]
     assert dense_products[1].copy_boundary is None
+
+
+@pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
+def test_sparse_equals_dense_with_detectors_of_the_updated_state(layer_class):
+    # `boundary_input="updated"`: a COPYing layer's detector reads the kept
+    # h^l, so the skipped branch keeps no product column and the cell
+    # computes the detector after it, as the dense path does.
+    keras.utils.set_random_seed(3)
+    layers = [layer_class(UNITS, return_sequences=True, return_state=True,
+                          boundary_input="updated", sparse_updates=sparse)
+              for sparse in (False, True)]
+    for layer in layers:
+        layer.build((1, None, FEATURES))
+    dense, sparse = layers
+    for weight in dense.cell.weights:  # sparse boundaries that do fire
+        if weight.name.startswith("detector_kernel_"):
+            weight.assign(3.0 * weight.numpy())
+        elif weight.name.startswith("detector_bias_"):
+            weight.assign(np.full((1,), -0.6, "float32"))
+    sparse.cell.set_weights(dense.cell.get_weights())
+    x = _inputs(seed=6, steps=60)
+    want = [np.asarray(t) for t in tf.function(lambda inputs: dense(inputs))(x)]
+    got = [np.asarray(t) for t in tf.function(lambda inputs: sparse(inputs))(x)]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)  # bit for bit
+    boundaries = _boundaries(dense, want[0])
+    copies = expected_copies(boundaries)
+    assert copies[1] > 0 and copies[2] > 0  # there were COPYs to skip
+    stats = sparse_update.count_updates(boundaries)
+    np.testing.assert_array_equal(stats["per_layer_skipped"], copies)

@@ -182,6 +182,7 @@ def test_enumerated_flags_match_the_library():
     assert char_lm_flags.OUTPUTS == char_language_model.OUTPUTS
     assert char_lm_flags.BOUNDARY_MODES == hierarchical_cell.BOUNDARY_MODES
     assert char_lm_flags.BOUNDARY_GRADIENTS == straight_through.GRADIENTS
+    assert char_lm_flags.BOUNDARY_INPUTS == hierarchical_cell.BOUNDARY_INPUTS
     assert set(char_lm_flags.MODEL_FLAGS) <= set(FLAGS)
 
 
@@ -237,7 +238,7 @@ def test_flags_fill_the_cell_options_of_the_chosen_cell():
     """The model flags that are the cell's arguments become `cell_options`,
     those of the chosen cell only; the model's own stay fields."""
     hm = dict(boundary_mode="step", slope=1.0, boundary_gradient="hard_sigmoid",
-              layer_norm=True, top_down=True, boundary_bias=0.0, dropout=0.0,
+              boundary_input="previous", layer_norm=True, top_down=True, boundary_bias=0.0, dropout=0.0,
               recurrent_dropout=0.0)
     config = char_lm_flags.model_config(
         _settings("--cell=hmrnn", "--nolayer_norm", "--slope=2", "--dropout=0.1",

@@ -112,11 +112,20 @@ def test_unsegmented_flags():
     assert (s["boundary_placement"], s["segment_lengths"]) == ("rise", ["none", "15"])
     config = ptb_char.char_lm_flags.model_config(s, 50)
     assert (config.boundary_placement, config.segment_lengths) == ("rise", [None, 15.0])
-    # The straight-through gradient stays Chung et al.'s unless asked for.
-    assert config.cell_options["boundary_gradient"] == "hard_sigmoid"
-    sigmoid = _settings("--dataset=brent_phonemes", "--boundary_gradient=sigmoid", "--tiny")
-    config = ptb_char.char_lm_flags.model_config(sigmoid, 50)
-    assert CharLanguageModel(config).hierarchical_cell.boundary_gradient == "sigmoid"
+    # The detectors read the updated state and pass the logistic sigmoid's
+    # straight-through gradient, unless asked otherwise.
+    assert config.cell_options["boundary_input"] == "updated"
+    assert config.cell_options["boundary_gradient"] == "sigmoid"
+    cell = CharLanguageModel(ptb_char.char_lm_flags.model_config(
+        _settings("--dataset=brent_phonemes", "--tiny"), 50)).hierarchical_cell
+    assert (cell.boundary_input, cell.boundary_gradient) == ("updated", "sigmoid")
+    given = _settings("--dataset=brent_phonemes", "--boundary_input=previous",
+                      "--boundary_gradient=hard_sigmoid")
+    assert (given["boundary_input"], given["boundary_gradient"]) == ("previous", "hard_sigmoid")
+    spaced = _settings("--dataset=brent_phonemes", "--nounsegmented")
+    assert (spaced["boundary_input"], spaced["boundary_gradient"]) == ("previous", "hard_sigmoid")
+    soft = _settings("--dataset=brent_phonemes", "--boundary_mode=soft")
+    assert (soft["boundary_input"], soft["boundary_gradient"]) == ("updated", "hard_sigmoid")
     four = _settings("--dataset=brent_phonemes", "--num_layers=4")
     assert four["segment_lengths"] == ["none", "15", "45"]
     given = _settings("--dataset=brent_phonemes", "--segment_lengths=3,9")
@@ -125,6 +134,7 @@ def test_unsegmented_flags():
     assert (given["boundary_placement"], given["segment_lengths"]) == ("entropy", None)
     papers = _settings("--dataset=brent_phonemes", "--boundary_prior=none")
     assert (papers["boundary_placement"], papers["segment_lengths"]) == ("none", None)
+    assert (papers["boundary_input"], papers["boundary_gradient"]) == ("previous", "hard_sigmoid")
     with pytest.raises(flags.IllegalFlagValueError,
                        match=r"must be numbers > 1 or none, .*\(at least one number\)"):
         _settings("--dataset=brent_phonemes", "--segment_lengths=none,none")
