@@ -93,6 +93,7 @@ def main(_):
     phrases = {name: values[: len(z)] for name, values in references["phrases"].items()}
     words = {name: values[: len(z)] for name, values in references["words"].items()}
     targets, deciding = placement_targets(entropy, z)
+    kinds = step_kinds(words, phrases)
     count = round(len(z) / FLAGS.segment_length)
     rows = {
         "z^2 (the trained detector)": z[:, 1],
@@ -100,7 +101,7 @@ def main(_):
         f"the {count} z^1 steps of highest H_t (the prior's rate)":
             ranked_boundaries(entropy, z[:, 0], count),
         f"the {count} z^1 steps of lowest H_t": ranked_boundaries(entropy, z[:, 0], count, True),
-        "z^1 where it meets a phrase end (an oracle)": z[:, 0] * (step_kinds(words, phrases) == 0),
+        "z^1 where it meets a phrase end (an oracle)": z[:, 0] * (kinds == 0),
     }
     print(f"{'against the phrase ends':58s}  rate      P      R     F1")
     results = {}
@@ -110,7 +111,6 @@ def main(_):
                          "recall": s.recall, "f1": s.f1}
         print(f"{name:58s} {boundaries.mean():5.3f} {s.precision:6.3f} {s.recall:6.3f} {s.f1:6.3f}")
     print(f"\n{'H_t (nats) at the deciding steps of z^2':40s}  steps    10%    50%    90%")
-    kinds = step_kinds(words, phrases)
     for index, kind in enumerate(KINDS):
         values = entropy[deciding & (kinds == index)]
         quantiles = np.quantile(values, [0.1, 0.5, 0.9]) if len(values) else [np.nan] * 3

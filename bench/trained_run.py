@@ -25,22 +25,14 @@ def load_model(run_dir):
 def read_steps(lm, ids):
     """Per input step of the symbol ids `ids`: the network's raw outputs
     `[h^1|..|h^L|z^1..]`, the predictive entropy (nats) and the input
-    embedding, at batch 1 with the state carried."""
+    embedding, at batch 1 with the state carried
+    (`word_discovery_report.batch_one_pass`)."""
     import keras
-    import tensorflow as tf
 
-    from hmkeras.cells.boundary_placement import predictive_entropy
+    from hmkeras.analysis.word_discovery_report import batch_one_pass
 
     ids = np.asarray(ids, np.int32)
-    step = tf.function(lambda x, state: lm.network([x, *state], training=False))
-    state = [tf.constant(s) for s in lm.zero_state(1)]
-    outputs, entropies = [], []
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start: start + CHUNK]
-        padded = np.pad(chunk, [0, CHUNK - len(chunk)])[None]  # one trace
-        logits, rnn_outputs, *state = step(tf.constant(padded), state)
-        outputs.append(rnn_outputs[0, :len(chunk)].numpy())
-        entropies.append(predictive_entropy(logits[0, :len(chunk)], "float64").numpy())
+    outputs, entropies = batch_one_pass(lm, ids, CHUNK)
     embedding = next(layer for layer in lm.network.layers
                      if isinstance(layer, keras.layers.Embedding))
-    return np.concatenate(outputs), np.concatenate(entropies), embedding(ids).numpy()
+    return outputs, entropies, embedding(ids).numpy()

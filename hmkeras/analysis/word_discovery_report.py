@@ -87,19 +87,28 @@ def utterance_values(utterances, values):
     return [values[start: start + length] for start, length in _utterance_slices(utterances)]
 
 
-def predictive_entropies(lm, ids, chunk=1000):
-    """`H_t` in nats of `lm`'s prediction of symbol `t + 1`, for every input
-    `t` of `ids[:-1]`, read at batch 1 from a zero state with the state
-    carried between chunks of `chunk` steps (one compiled function; the
-    last chunk is padded, which changes no step before the padding)."""
-    ids = np.asarray(ids, np.int32)[:-1]
+def batch_one_pass(lm, ids, chunk=1000):
+    """`(rnn_outputs, entropies)` of `lm` reading the symbol ids `ids` at
+    batch 1 from a zero state, the state carried between chunks of
+    `chunk` steps: per step, the recurrent layer's outputs and `H_t` in
+    nats of the prediction of the next symbol. One compiled function; the
+    last chunk is padded, which changes no step before the padding."""
+    ids = np.asarray(ids, np.int32)
     step = tf.function(lambda x, state: lm.network([x, *state], training=False))
-    state, out = [tf.constant(s) for s in lm.zero_state(1)], []
+    state, outputs, entropies = [tf.constant(s) for s in lm.zero_state(1)], [], []
     for start in range(0, ids.shape[0], chunk):
         part = ids[start: start + chunk]
-        logits, _, *state = step(tf.constant(np.pad(part, [0, chunk - len(part)])[None]), state)
-        out.append(predictive_entropy(logits[0, :len(part)], tf.float64).numpy())
-    return np.concatenate(out)
+        logits, rnn_outputs, *state = step(
+            tf.constant(np.pad(part, [0, chunk - len(part)])[None]), state)
+        outputs.append(rnn_outputs[0, :len(part)].numpy())
+        entropies.append(predictive_entropy(logits[0, :len(part)], tf.float64).numpy())
+    return np.concatenate(outputs), np.concatenate(entropies)
+
+
+def predictive_entropies(lm, ids, chunk=1000):
+    """`H_t` in nats of `lm`'s prediction of symbol `t + 1`, for every input
+    `t` of `ids[:-1]` (`batch_one_pass`)."""
+    return batch_one_pass(lm, np.asarray(ids)[:-1], chunk)[1]
 
 
 def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
