@@ -12,6 +12,7 @@ its figures, a missing flag skips them.
 | `--surprisal_json` | `examples/compare_surprisal.py` on the two runs above | `surprisal-recovery.png` |
 | `--handwriting_run` | `examples/iam_ondb.py` | `handwriting-samples.png`, `handwriting-segments.png` |
 | `--mee_run` | `examples/mee.py --encoder=rrnet_supervised` | `rrnet-trees.png` |
+| `--mee_reinforce_run` | `examples/mee.py --encoder=rrnet_reinforce` | `rrnet-reinforce-trees.png` |
 
 The figures the runs draw themselves (the segmentation, the handwriting
 and the surprisal plots) are copied, scaled to at most `MAX_WIDTH` pixels
@@ -23,7 +24,8 @@ Example (after the runs of `docs/results/index.md`, "Figures"):
 
     python docs/make_figures.py --char_lm_run=runs/quick_hmlstm \
         --word_discovery_run=runs/brent_phonemes --surprisal_json=runs/surprisal.json \
-        --handwriting_run=runs/iam_ondb --mee_run=runs/mee_rrnet_supervised
+        --handwriting_run=runs/iam_ondb --mee_run=runs/mee_rrnet_supervised \
+        --mee_reinforce_run=runs/mee_rrnet_reinforce
 """
 
 import argparse
@@ -242,24 +244,41 @@ def draw_tree(axes, tree, y, colour):
                   [y + 0.3, top, top, y + 0.3], color=colour, lw=1.6)
 
 
-def rrnet_trees_figure(run_dir, path, max_trees=3):
-    """The encoder's trees (blue) above the true ones (black) for the first
-    test expressions of an `examples/mee.py` run."""
+def tree_height(tree):
+    """Height above its row of a tree drawn by `draw_tree`.
+
+    >>> round(tree_height(['1', '+', ['2', '*', '3']]), 2)
+    1.15
+    """
+    spans = tree_spans(tree)[1]
+    return 0.45 + 0.35 * max((height for _, _, height in spans), default=0) + 0.35
+
+
+def rrnet_trees_figure(run_dir, path, label="RRNet", max_trees=3):
+    """The encoder's trees (blue, named `label`) above the true ones (black)
+    for the first test expressions of an `examples/mee.py` run; each row
+    is as tall as its tree."""
     results = read_json(os.path.join(run_dir, "results.json"))
     learned = [line.split("   = ")[0] for line in results["trees"][:max_trees]]
     true = results["true_trees"][:max_trees]
     longest = max(len(parse_line.split()) for parse_line in learned + true)
-    figure = Figure(figsize=(1.8 + 0.42 * longest, 2.6 * len(learned)))
+    rows, y = [], 0.0  # (tree, colour, name, y) from the top
+    for learned_line, true_line in zip(learned, true):
+        for line, colour, name in ((learned_line, HM_COLOUR, label),
+                                   (true_line, GOLD_COLOUR, "true")):
+            tree = parse_brackets(line)
+            y -= tree_height(tree) + 0.6
+            rows.append((tree, colour, name, y))
+        y -= 0.6
+    figure = Figure(figsize=(1.8 + 0.42 * longest, 0.47 * -y))
     axes = figure.add_axes([0.02, 0.02, 0.96, 0.96])
     axes.axis("off")
     axes.set_xlim(-3.0, longest)
-    axes.set_ylim(-5.6 * len(learned) + 1.0, 3.0)
-    for row, (learned_line, true_line) in enumerate(zip(learned, true)):
-        top = -5.6 * row
-        draw_tree(axes, parse_brackets(learned_line), top, HM_COLOUR)
-        axes.text(-0.8, top, "RRNet", ha="right", va="center", fontsize=8, color=HM_COLOUR)
-        draw_tree(axes, parse_brackets(true_line), top - 2.6, GOLD_COLOUR)
-        axes.text(-0.8, top - 2.6, "true", ha="right", va="center", fontsize=8)
+    axes.set_ylim(y, 0.0)
+    for tree, colour, name, row_y in rows:
+        draw_tree(axes, tree, row_y, colour)
+        axes.text(-0.8, row_y, name, ha="right", va="center", fontsize=8,
+                  color=colour if colour == HM_COLOUR else "black")
     return save(figure, path)
 
 
@@ -290,6 +309,9 @@ def make_figures(args):
             written.append(compact_png(os.path.join(args.handwriting_run, name), out(figure)))
     if args.mee_run:
         written.append(rrnet_trees_figure(args.mee_run, out("rrnet-trees.png")))
+    if args.mee_reinforce_run:
+        written.append(rrnet_trees_figure(args.mee_reinforce_run,
+                                          out("rrnet-reinforce-trees.png"), "REINFORCE"))
     return written
 
 
@@ -302,6 +324,8 @@ def build_parser():
     parser.add_argument("--surprisal_json", help="The JSON compare_surprisal.py wrote.")
     parser.add_argument("--handwriting_run", help="An iam_ondb.py run directory.")
     parser.add_argument("--mee_run", help="An mee.py run directory of an RRNet encoder.")
+    parser.add_argument("--mee_reinforce_run",
+                        help="An mee.py run directory of the REINFORCE encoder.")
     parser.add_argument("--output_dir", default=FIGURES_DIR,
                         help="Where the PNGs go (default: docs/figures).")
     return parser
@@ -312,9 +336,10 @@ def parse_args(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     if not any((args.char_lm_run, args.word_discovery_run, args.surprisal_json,
-                args.handwriting_run, args.mee_run)):
+                args.handwriting_run, args.mee_run, args.mee_reinforce_run)):
         parser.error("give at least one run: --char_lm_run, --word_discovery_run, "
-                     "--surprisal_json, --handwriting_run or --mee_run")
+                     "--surprisal_json, --handwriting_run, --mee_run or "
+                     "--mee_reinforce_run")
     return args
 
 

@@ -15,7 +15,9 @@ on them), `rrnet_reinforce` (tree sampled from the policy, REINFORCE with
 an entropy bonus; by default the reward is minus the decoder's loss and
 the baseline the reward of the policy's greedy tree, chosen by
 measurement; `--reward=accuracy --baseline=learned` for the paper's
-correctness reward and a learned baseline; greedy trees at test time)
+correctness reward and a learned baseline, `--baseline=leave_one_out` for
+four sampled trees per expression, each against the mean reward of the
+others; greedy trees at test time)
 and `rrnet_random` (a random but fixed operation per symbol). The
 REINFORCE policy splits and merges between tokens, at most twice before
 each token, and only recur reads a token (the paper's operations;
@@ -40,6 +42,8 @@ Examples:
     python examples/mee.py --encoder=rrnet_supervised
     python examples/mee.py --encoder=rrnet_reinforce
     python examples/mee.py --encoder=rrnet_reinforce --reward=accuracy --baseline=learned
+    python examples/mee.py --encoder=rrnet_reinforce --baseline=leave_one_out \
+        --batch_size=64 --patience=2 --output_dir=runs/mee_loo
     python examples/mee.py --encoder=lstm --quick       # minutes
     python examples/mee.py --encoder=lstm --tiny        # a smoke test
 """
@@ -58,12 +62,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
-BASELINES = ("learned", "greedy")
+BASELINES = ("learned", "greedy", "leave_one_out")
 DECODERS = ("autoregressive", "steps")
 # Options of some encoders: (flag, its default, the encoders that use it).
 ENCODER_OPTIONS = (
     ("reward", None, ("rrnet_reinforce",)),
     ("baseline", None, ("rrnet_reinforce",)),
+    ("tree_samples", None, ("rrnet_reinforce",)),
     ("recur_bias", 0.0, ("rrnet_supervised", "rrnet_reinforce")),
     ("memory", None, ("rrnet_supervised", "rrnet_reinforce", "rrnet_random")),
 )
@@ -76,6 +81,10 @@ PAPER_TABLE_2 = {
 TINY = dict(units=8, embedding_dim=4, train_size=48, valid_size=16, test_size=16,
             epochs=1, batch_size=16, num_trees=2)
 
+# Validation expressions (of the longest training length) whose trees are
+# scored after each epoch, and the trained model's file in --output_dir.
+CURVE_EXPRESSIONS = 500
+MODEL_FILE = "model.keras"
 QUICK = dict(train_size=10000, valid_size=500, test_size=500, epochs=3)
 
 FLAGS = flags.FLAGS
@@ -91,7 +100,11 @@ flags.DEFINE_list("test_lengths", ["4", "5", "6", "7"], "Lengths to test on.")
 flags.DEFINE_integer("train_size", 50000, "Training expressions per length.", lower_bound=1)
 flags.DEFINE_integer("valid_size", 1000, "Validation expressions per length.", lower_bound=1)
 flags.DEFINE_integer("test_size", 2000, "Test expressions per length.", lower_bound=1)
-flags.DEFINE_integer("epochs", 8, "Training epochs.", lower_bound=1)
+flags.DEFINE_integer("epochs", 8, "Training epochs (the most, with --patience).",
+                     lower_bound=1)
+flags.DEFINE_integer("patience", None, "Stop when the validation accuracy has not "
+                     "risen for this many epochs and keep the best epoch's weights "
+                     "(default: train all --epochs).", lower_bound=1)
 flags.DEFINE_integer("batch_size", 256, "Batch size.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 0.005, "Adam learning rate.", lower_bound=0)
 flags.DEFINE_float("clip_norm", 5.0, "Gradient-norm clipping.", lower_bound=0)
@@ -113,8 +126,14 @@ flags.DEFINE_enum("memory", None, ["continued", "tree"], "The RRNet cell's LSTM 
 flags.DEFINE_enum("reward", None, list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss. Default: likelihood.")
 flags.DEFINE_enum("baseline", None, list(BASELINES), "REINFORCE baseline: learned "
-                  "from the expression's tokens, or the reward of the policy's greedy "
-                  "tree (self-critical; one more forward pass per step). Default: greedy.")
+                  "from the expression's tokens, the reward of the policy's greedy "
+                  "tree (self-critical; one more forward pass per step), or the mean "
+                  "reward of the expression's other sampled trees (leave_one_out, "
+                  "with --tree_samples). Default: greedy.")
+flags.DEFINE_integer("tree_samples", None, "REINFORCE: trees sampled per training "
+                     "expression (a batch of --batch_size expressions trains on "
+                     "batch_size * tree_samples trees). Default: 4 with "
+                     "--baseline=leave_one_out, else 1.", lower_bound=1)
 flags.DEFINE_enum("decoder", "autoregressive", list(DECODERS), "Digit decoder: the "
                   "first digit fed back (the paper) or two learned step inputs.")
 flags.DEFINE_integer("seed", 0, "Seed of the data and the model.", lower_bound=0)
@@ -153,6 +172,10 @@ def resolve_settings(flag_values):
             "encoders read one given operation, or none, per token). Received: "
             f"--operations_per_token={settings['operations_per_token']} "
             f"--encoder={settings['encoder']}")
+    if settings["baseline"] == "leave_one_out" and settings["tree_samples"] == 1:
+        raise FlagError("--baseline=leave_one_out needs --tree_samples of at least 2 "
+                        "(each tree's baseline is the mean reward of the others). "
+                        "Received: --tree_samples=1")
     for name, default, users in ENCODER_OPTIONS:
         if settings[name] != default and settings["encoder"] not in users:
             raise FlagError(
@@ -169,32 +192,17 @@ def load_split(split, lengths, size, seed):
             for length in lengths}
 
 
-def to_arrays(examples, width=None):
-    """`{"tokens", "operations"}` padded to `width` (default: the longest)
-    and the `(n, 2)` digit targets."""
-    import numpy as np
-
-    from hmkeras.data import mee
-
-    width = width or max(len(e.expression) for e in examples)
-    tokens = np.zeros((len(examples), width), np.int32)
-    operations = np.full((len(examples), width), mee.RECUR_OPERATION, np.int32)
-    for row, example in enumerate(examples):
-        tokens[row, : len(example.expression)] = mee.encode_expression(example.expression)
-        operations[row, : len(example.expression)] = example.operations
-    digits = np.array([[e.value // 10, e.value % 10] for e in examples], np.int32)
-    return {"tokens": tokens, "operations": operations}, digits
-
-
 def _dataset(by_length, batch_size, shuffle_seed=None):
     """Batches of one length each (no padding), from `{length: [MeeExample]}`;
     shuffled within each length, then the batches, when `shuffle_seed` is
     given; else in order."""
     import tensorflow as tf
 
+    from hmkeras.data.mee import model_inputs
+
     datasets = []
     for examples in by_length.values():
-        inputs, digits = to_arrays(examples)
+        inputs, digits = model_inputs(examples)
         ds = tf.data.Dataset.from_tensor_slices((inputs, digits))
         if shuffle_seed is not None:
             ds = ds.shuffle(len(examples), seed=shuffle_seed,
@@ -231,18 +239,25 @@ def run(s):
         max_depth=s["max_depth"], policy_weight=s["policy_weight"],
         entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
         recur_bias=s["recur_bias"], operations_per_token=s["operations_per_token"],
-        memory=s["memory"], baseline=s["baseline"], seed=s["seed"])
+        memory=s["memory"], baseline=s["baseline"], tree_samples=s["tree_samples"],
+        seed=s["seed"])
     # The defaults resolved.
     s["operations_per_token"], s["memory"] = model.operations_per_token, model.memory
     s["reward"], s["baseline"] = model.reward, model.baseline_name
+    if s["encoder"] == "rrnet_reinforce":
+        s["tree_samples"] = model.tree_samples
     model.compile(optimizer=keras.optimizers.Adam(s["learning_rate"],
                                                   clipnorm=s["clip_norm"]))
     print(f"{s['encoder']}: train {len(train_all):,} expressions (lengths "
           f"{s['train_lengths']}), valid {len(valid_all):,}, test {s['test_size']:,} "
           f"per length {s['test_lengths']}.")
+    # Bracketing F1 of the greedy trees after each epoch (RRNet encoders).
+    curve_callback, tree_f1 = tree_curve(
+        model, valid[max(s["train_lengths"])][:CURVE_EXPRESSIONS])
     history = model.fit(_dataset(train, s["batch_size"], shuffle_seed=s["seed"]),
-              validation_data=_dataset(valid, s["batch_size"]),
-              epochs=s["epochs"], verbose=s["verbose"], shuffle=False)
+                        validation_data=_dataset(valid, s["batch_size"]),
+                        epochs=s["epochs"], verbose=s["verbose"], shuffle=False,
+                        callbacks=_stopping(s["patience"]) + [curve_callback])
     parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     print(f"{parameters:,} trainable parameters")
 
@@ -251,8 +266,12 @@ def run(s):
                                 return_dict=True)
         return 100.0 * float(result["accuracy"])
 
+    curve = [100.0 * float(a) for a in history.history["val_accuracy"]]
+    best = int(np.argmax(curve)) if s["patience"] else len(curve) - 1
     results = {"encoder": s["encoder"], "settings": s,
-               "train_accuracy": 100.0 * float(history.history["accuracy"][-1]),
+               "epochs_trained": len(curve), "kept_epoch": best + 1,
+               "validation_curve": curve, "tree_f1_curve": tree_f1,
+               "train_accuracy": 100.0 * float(history.history["accuracy"][best]),
                "valid_accuracy": accuracy(valid),
                "test_accuracy": {str(length): accuracy({length: test[length]})
                                  for length in s["test_lengths"]}}
@@ -264,10 +283,18 @@ def run(s):
             os.makedirs(s["output_dir"], exist_ok=True)
             write_results(s["output_dir"], results)
 
+    if s["output_dir"]:  # the trained model, for bench/tree_rewards.py
+        os.makedirs(s["output_dir"], exist_ok=True)
+        model.save(os.path.join(s["output_dir"], MODEL_FILE))
     save()  # the accuracies first, whatever the tree analysis does
     print_table(results)
+    if model.cell is not None:
+        print("bracketing F1 of the greedy trees after each epoch (validation, %): "
+              + ", ".join(f"{f1:.1f}" for f1 in tree_f1))
     print(f"validation accuracy (lengths {s['train_lengths']}): "
-          f"{results['valid_accuracy']:.2f}")
+          f"{results['valid_accuracy']:.2f} (epoch {results['kept_epoch']} of "
+          f"{results['epochs_trained']}; after each: "
+          f"{', '.join(f'{a:.1f}' for a in curve)})")
     if model.cell is not None:
         results["tree_agreement"] = {str(length): tree_agreement(model, test[length])
                                      for length in s["test_lengths"]}
@@ -278,6 +305,34 @@ def run(s):
     return results
 
 
+def tree_curve(model, examples):
+    """A Keras callback that records the bracketing F1 (%) of the encoder's
+    greedy trees on `examples` after each epoch, and the list it fills
+    (left empty for the LSTM)."""
+    import keras
+
+    f1 = []
+
+    def record(epoch, logs=None):
+        if model.cell is not None:
+            f1.append(tree_agreement(model, examples)["f1"])
+            print(f"epoch {epoch + 1}: bracketing F1 of the greedy trees "
+                  f"(validation) {f1[-1]:.2f} %", flush=True)
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=record), f1
+
+
+def _stopping(patience):
+    """With `patience`, stop once the validation accuracy has not risen for
+    that many epochs and restore the best epoch's weights."""
+    import keras
+
+    if patience is None:
+        return []
+    return [keras.callbacks.EarlyStopping(monitor="val_accuracy", mode="max",
+                                          patience=patience, restore_best_weights=True)]
+
+
 def _encoder_trees(model, examples):
     """The encoder's operations (greedy for REINFORCE) on `examples`, one
     list per expression (of one operation id per token, or with
@@ -285,7 +340,9 @@ def _encoder_trees(model, examples):
     the predicted values."""
     import numpy as np
 
-    inputs, _ = to_arrays(examples)
+    from hmkeras.data.mee import model_inputs
+
+    inputs, _ = model_inputs(examples)
     logits, tree = model.analyze(inputs, training=False)
     digits = np.argmax(np.asarray(logits), -1)
     values = (digits[:, 0] * 10 + digits[:, 1]).tolist()
@@ -298,20 +355,29 @@ def _encoder_trees(model, examples):
 
 def tree_agreement(model, examples):
     """Bracketing F1 and exact-tree rate of the encoder's trees against the
-    brackets of `examples` (both in %)."""
-    from hmkeras.cells import recurrent_recursive_cell
+    brackets of `examples` (both in %), and the mean number of splits and
+    of merges its trees execute per expression (the brackets have one of
+    each per operation of the expression)."""
+    import numpy as np
+
+    from hmkeras.cells import recurrent_recursive_cell as rr
 
     actions, _ = _encoder_trees(model, examples)
-    scores = recurrent_recursive_cell.tree_agreement(
-        actions, [e.operations for e in examples])
-    return {name: 100.0 * value for name, value in scores.items()}
+    scores = rr.tree_agreement(actions, [e.operations for e in examples])
+    scores = {name: 100.0 * value for name, value in scores.items()}
+    for name, operation in (("splits", rr.SPLIT), ("merges", rr.MERGE)):
+        scores[name] = float(np.mean([np.sum(np.asarray(tree) == operation)
+                                      for tree in actions]))
+    return scores
 
 
 def print_tree_agreement(agreement):
-    print("\nTrees against the brackets (test, %):")
+    print("\nTrees against the brackets (test; F1 and exact in %; splits and merges "
+          "per expression, the brackets have L of each):")
     for length, scores in agreement.items():
         print(f"  L={length}: bracketing F1 {scores['f1']:6.2f}, "
-              f"exact trees {scores['exact']:6.2f}")
+              f"exact trees {scores['exact']:6.2f}, splits {scores['splits']:5.2f}, "
+              f"merges {scores['merges']:5.2f}")
 
 
 def print_trees(model, examples):

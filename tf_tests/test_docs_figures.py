@@ -204,7 +204,7 @@ def runs(tmp_path):
         "true_trees": ["[( 1 + 2 )] * 3", "1 + [2 * 3]"]})
     return {"char_lm_run": char_lm, "word_discovery_run": discovery,
             "surprisal_json": discovery / "surprisal.json",
-            "handwriting_run": handwriting, "mee_run": mee}
+            "handwriting_run": handwriting, "mee_run": mee, "mee_reinforce_run": mee}
 
 
 def test_make_figures_writes_every_figure(runs, tmp_path):
@@ -215,7 +215,7 @@ def test_make_figures_writes_every_figure(runs, tmp_path):
     assert sorted(os.path.basename(p) for p in written) == sorted([
         "main-job-segmentation.png", "word-discovery.png", "training-curves.png",
         "surprisal-recovery.png", "handwriting-samples.png", "handwriting-segments.png",
-        "rrnet-trees.png"])
+        "rrnet-trees.png", "rrnet-reinforce-trees.png"])
     for path in written:
         with Image.open(path) as image:
             assert image.mode == "P" and image.width <= make_figures.MAX_WIDTH

@@ -24,7 +24,8 @@ gives a prefix of a larger one.  Expressions are unique within a split.
   split per part and length, named ``train_4``, ``validation_4``,
   ``test_4``, ...; sizes from its `MeeConfig` (default: the paper's
   100,000 / 10,000 / 10,000 per length, lengths 4-7).
-* `encode_expression`: character ids (0 is padding) for a model.
+* `encode_expression`: character ids (0 is padding) for a model;
+  `model_inputs`: a batch of them, with the operations and the digits.
 
 Examples:
 
@@ -52,6 +53,7 @@ from hmkeras.data.unique_draws import unique_draws
 
 __all__ = [
     "MeeExample", "Mee", "MeeConfig", "generate_expressions", "encode_expression",
+    "model_inputs",
     "bracket_operations", "expression_operations", "evaluate_expression", "check_expression",
     "max_expressions", "VOCABULARY", "MEE_SPLITS",
     "SPLIT_OPERATION", "MERGE_OPERATION", "RECUR_OPERATION",
@@ -271,6 +273,36 @@ def encode_expression(expression):
     """
     check_expression(expression)
     return np.array([VOCABULARY.index(char) + 1 for char in expression], np.int32)
+
+
+def model_inputs(examples, width=None):
+    """`ExpressionModel` inputs and targets of `MeeExample`s.
+
+    Args:
+        examples: A list of `MeeExample`s.
+        width: Columns of the arrays (default: the longest expression).
+
+    Returns:
+        `({"tokens": (n, width) int32, "operations": (n, width) int32},
+        digits (n, 2) int32)`: the character ids, 0-padded at the end, the
+        ground-truth operations (recur on the padding) and the value's two
+        digits.
+
+    Examples:
+
+        >>> example = MeeExample("((1+2)*4)", 12, expression_operations("((1+2)*4)"))
+        >>> inputs, digits = model_inputs([example], width=10)
+        >>> inputs["tokens"][0].tolist(), digits.tolist()
+        ([15, 15, 2, 11, 3, 16, 13, 5, 16, 0], [[1, 2]])
+    """
+    width = width or max(len(e.expression) for e in examples)
+    tokens = np.zeros((len(examples), width), np.int32)
+    operations = np.full((len(examples), width), RECUR_OPERATION, np.int32)
+    for row, example in enumerate(examples):
+        tokens[row, : len(example.expression)] = encode_expression(example.expression)
+        operations[row, : len(example.expression)] = example.operations
+    digits = np.array([[e.value // 10, e.value % 10] for e in examples], np.int32)
+    return {"tokens": tokens, "operations": operations}, digits
 
 
 @dataclasses.dataclass(eq=False)

@@ -14,8 +14,9 @@ initialises a decoder LSTM that emits the two digits of the value.  Encoders
   the decoder's loss (`reward="likelihood"`) and the baseline the reward
   of the policy's greedy tree (`baseline="greedy"`, self-critical), chosen
   by measurement; the paper's reward is the correctness of the predicted
-  value (`reward="accuracy"`) and `baseline="learned"` learns the
-  baseline;
+  value (`reward="accuracy"`), `baseline="learned"` learns the baseline
+  and `baseline="leave_one_out"` samples several trees per expression,
+  each one's baseline the mean reward of the others (Kool et al. 2019);
 * `"rrnet_random"`: `RecurrentRecursiveCell(mode="fixed")` with a random
   but fixed operation per symbol (drawn once from `seed`; the paper's
   "random deterministic policies").
@@ -56,13 +57,16 @@ from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
-BASELINES = ("learned", "greedy")
+BASELINES = ("learned", "greedy", "leave_one_out")
 # The REINFORCE encoder's defaults: of the rewards and baselines compared on
 # MEE, the most accurate at every length, and the only ones whose trees
 # follow some brackets (docs/results/mee-logic.md, "MEE (Jacob et al.
 # Table 2) in small").
 REINFORCE_REWARD = "likelihood"
 REINFORCE_BASELINE = "greedy"
+# Trees sampled per expression with `baseline="leave_one_out"` when
+# `tree_samples` is not given: Kool et al. (2019)'s four.
+LEAVE_ONE_OUT_TREE_SAMPLES = 4
 DECODERS = ("autoregressive", "steps")
 # The REINFORCE encoder's default: up to two splits / merges before each
 # token's recur (the paper's operations), more accurate on MEE at every
@@ -105,10 +109,17 @@ class ExpressionModel(keras.Model):
     policy's argmax builds on the same expression (self-critical training,
     Rennie et al. 2017): an extra forward pass per step, no baseline
     weights, and a sampled tree is pushed up only if it beats the greedy
-    one, the tree used at test time.
+    one, the tree used at test time.  With `baseline="leave_one_out"`
+    every expression of a training batch is read `tree_samples` (k) times,
+    each time with a tree of its own, and the baseline of each tree is the
+    mean reward of the other k - 1 trees of its expression (Kool, van Hoof
+    & Welling 2019, "Buy 4 REINFORCE samples, get a baseline for free!"):
+    no extra pass and no weights, and a tree is pushed up when it beats
+    its siblings; the decoder's loss and the entropy are averaged over all
+    the trees.
 
     An option set for an encoder that does not use it (`reward`,
-    `baseline`, `recur_bias`, `memory`) raises `ValueError`.
+    `baseline`, `tree_samples`, `recur_bias`, `memory`) raises `ValueError`.
 
     Args:
         encoder: One of `ENCODERS`.
@@ -131,9 +142,15 @@ class ExpressionModel(keras.Model):
             `"rrnet_reinforce"`, chosen by measurement
             (`docs/results/mee-logic.md`, "MEE (Jacob et al. Table 2) in
             small").
-        baseline: `"learned"` or `"greedy"` (`"rrnet_reinforce"` only);
-            see above. None (default): `REINFORCE_BASELINE`, `"greedy"`,
-            for `"rrnet_reinforce"`, chosen by measurement.
+        baseline: `"learned"`, `"greedy"` or `"leave_one_out"`
+            (`"rrnet_reinforce"` only); see above. None (default):
+            `REINFORCE_BASELINE`, `"greedy"`, for `"rrnet_reinforce"`,
+            chosen by measurement.
+        tree_samples: Trees sampled per expression in training
+            (`"rrnet_reinforce"` only): a batch of `B` expressions trains on
+            `B * tree_samples` trees. None (default): 1, or
+            `LEAVE_ONE_OUT_TREE_SAMPLES` (4) with `baseline="leave_one_out"`,
+            which needs at least 2.
         recur_bias: The RRNet policy's initial recur logit
             (`RecurrentRecursiveCell`; `"rrnet_supervised"` and
             `"rrnet_reinforce"` only); 0 starts from a uniform policy.
@@ -169,8 +186,8 @@ class ExpressionModel(keras.Model):
     def __init__(self, encoder="lstm", vocab_size=17, units=64, embedding_dim=32,
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
                  reward=None, decoder="autoregressive", recur_bias=0.0,
-                 operations_per_token=None, memory=None, baseline=None, seed=None,
-                 **kwargs):
+                 operations_per_token=None, memory=None, baseline=None,
+                 tree_samples=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -191,6 +208,7 @@ class ExpressionModel(keras.Model):
                 "baseline", REINFORCE_BASELINE if baseline is None else baseline,
                 BASELINES)
         self.reward, self.baseline_name = reward, baseline
+        self.tree_samples = self._resolve_tree_samples(tree_samples)
         self.decoder_name = argument_checks.check_choice("decoder", decoder, DECODERS)
         self.recur_bias = argument_checks.check_float("recur_bias", recur_bias)
         _check_used("recur_bias", recur_bias, 0.0, encoder,
@@ -225,8 +243,8 @@ class ExpressionModel(keras.Model):
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
                 operations_per_token=self.operations_per_token, memory=self.memory,
                 seed=self.seed)
-            self.encoder = RNN(self.cell, return_sequences=True,
-                                            return_state=True, name="encoder")
+            self.encoder = RNN(self.cell, return_sequences=True, return_state=True,
+                               name="encoder")
         if encoder == "rrnet_random":
             # One fixed operation per symbol; padding (0) recurs.
             table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)
@@ -246,6 +264,20 @@ class ExpressionModel(keras.Model):
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
         self.policy_tracker = keras.metrics.Mean(name="policy_loss")
+
+    def _resolve_tree_samples(self, tree_samples):
+        """`tree_samples` checked, None resolved (see the class docstring)."""
+        _check_used("tree_samples", tree_samples, None, self.encoder_name,
+                    ("rrnet_reinforce",))
+        if self.encoder_name != "rrnet_reinforce":
+            return 1
+        if tree_samples is None:
+            tree_samples = (LEAVE_ONE_OUT_TREE_SAMPLES
+                            if self.baseline_name == "leave_one_out" else 1)
+        minimum = 2 if self.baseline_name == "leave_one_out" else 1
+        tree_samples = argument_checks.check_int("tree_samples", tree_samples,
+                                                 minimum=minimum)
+        return tree_samples
 
     @property
     def metrics(self):
@@ -324,7 +356,10 @@ class ExpressionModel(keras.Model):
         logits, _ = self.analyze(inputs, training=False, digits=digits)
         return self._reward(*self._task(logits, digits))
 
-    def _objective(self, inputs, digits, training, greedy_reward=None):
+    def _objective(self, inputs, digits, training, greedy_reward=None, samples=1):
+        """`(loss, correct, policy loss)` of a batch; in training with
+        `samples` > 1 its rows are `samples` copies of each expression in
+        turn (`_repeat`)."""
         # With teacher forcing, "both digits right" is the greedy decoder's
         # correctness: a right first digit is the one fed back either way.
         logits, tree = self.analyze(inputs, training=training, digits=digits)
@@ -339,7 +374,7 @@ class ExpressionModel(keras.Model):
                 loss += self.policy_weight * policy
             else:
                 reward = self._reward(task, correct)
-                baseline = self._baseline(inputs, mask, reward, greedy_reward)
+                baseline = self._baseline(inputs, mask, reward, greedy_reward, samples)
                 advantage = tf.stop_gradient(reward - baseline)
                 policy = -tf.reduce_mean(advantage * sequence_log_prob)
                 entropy = tf.reduce_mean(tf.reduce_sum(entropies * mask, axis=-1))
@@ -348,8 +383,12 @@ class ExpressionModel(keras.Model):
                     loss += tf.reduce_mean(tf.square(reward - baseline))
         return loss, correct, policy
 
-    def _baseline(self, inputs, mask, reward, greedy_reward):
-        """REINFORCE's baseline `b` per example."""
+    def _baseline(self, inputs, mask, reward, greedy_reward, samples):
+        """REINFORCE's baseline `b` per tree."""
+        if self.baseline_name == "leave_one_out" and samples > 1:
+            siblings = tf.reshape(reward, (-1, samples))
+            total = tf.reduce_sum(siblings, axis=1, keepdims=True)
+            return tf.reshape((total - siblings) / (samples - 1), (-1,))
         if self.baseline_name == "learned":
             mean_embedding = tf.reduce_sum(
                 self.embedding(tf.cast(inputs["tokens"], tf.int32))
@@ -358,14 +397,25 @@ class ExpressionModel(keras.Model):
         # Evaluation builds the greedy tree itself: no advantage.
         return reward if greedy_reward is None else greedy_reward
 
+    def _repeat(self, batch):
+        """Each example of a batch structure `tree_samples` times in turn
+        (rows `[a, a, ..., b, b, ...]`)."""
+        return tf.nest.map_structure(
+            lambda t: tf.repeat(t, self.tree_samples, axis=0), batch)
+
     def train_step(self, data):
         inputs, digits = data[0], data[1]
         greedy_reward = None
         if self.baseline_name == "greedy":
             greedy_reward = self.greedy_reward(inputs, digits)
+        if self.tree_samples > 1:
+            inputs, digits = self._repeat((inputs, digits))
+            if greedy_reward is not None:
+                greedy_reward = self._repeat(greedy_reward)
         with tf.GradientTape() as tape:
-            loss, correct, policy = self._objective(inputs, digits, training=True,
-                                                    greedy_reward=greedy_reward)
+            loss, correct, policy = self._objective(
+                inputs, digits, training=True, greedy_reward=greedy_reward,
+                samples=self.tree_samples)
         variables = self.trainable_variables
         gradients = tape.gradient(loss, variables)
         self.optimizer.apply_gradients(
@@ -383,6 +433,24 @@ class ExpressionModel(keras.Model):
         self.policy_tracker.update_state(policy)
         return {m.name: m.result() for m in self.metrics}
 
+    def _tree_samples_config(self):
+        """`tree_samples` as given: None for the encoders without it."""
+        return self.tree_samples if self.encoder_name == "rrnet_reinforce" else None
+
+    def get_build_config(self):
+        """Whether the weights exist (a model that has read inputs): a
+        saved model is rebuilt by `build_from_config`, its weights do not
+        depend on the input's length."""
+        return {"built": True} if self.weights else None
+
+    def build_from_config(self, config):
+        """Creates the weights by reading one dummy expression, so that a
+        loaded model (`keras.saving.load_model`) gets the saved ones."""
+        if config.get("built"):
+            one = tf.ones((1, 1), tf.int32)
+            self.analyze({"tokens": one, "operations": one * RECUR})
+            self.built = True
+
     def get_config(self):
         return {
             **super().get_config(),
@@ -392,5 +460,6 @@ class ExpressionModel(keras.Model):
             "entropy_weight": self.entropy_weight, "reward": self.reward,
             "decoder": self.decoder_name, "recur_bias": self.recur_bias,
             "operations_per_token": self.operations_per_token, "memory": self.memory,
-            "baseline": self.baseline_name, "seed": self.seed,
+            "baseline": self.baseline_name, "tree_samples": self._tree_samples_config(),
+            "seed": self.seed,
         }

@@ -65,15 +65,48 @@ def test_tiny_reinforce_run_end_to_end(tmp_path, capsys, operations_per_token):
             assert tree.count("]") == tree.count("[")
 
 
+@pytest.mark.slow
+def test_tiny_leave_one_out_run_stops_on_validation_and_saves_the_model(tmp_path, capsys):
+    import keras
+    import numpy as np
+
+    from hmkeras.data import mee
+
+    out = str(tmp_path / "run")
+    results = mee_example.run(_settings(
+        "--encoder=rrnet_reinforce", "--baseline=leave_one_out", "--operations_per_token=1",
+        "--tiny", "--epochs=4", "--patience=1", f"--output_dir={out}", "--verbose=0"))
+    settings = results["settings"]
+    assert (settings["baseline"], settings["tree_samples"]) == ("leave_one_out", 4)
+    curve = results["validation_curve"]
+    assert 1 <= results["epochs_trained"] == len(curve) <= 4
+    assert len(results["tree_f1_curve"]) == len(curve)
+    # The kept epoch is the best one; training stopped one epoch after it.
+    assert curve[results["kept_epoch"] - 1] == max(curve)
+    assert results["epochs_trained"] in (results["kept_epoch"] + 1, 4)
+    assert capsys.readouterr().out.count(
+        "bracketing F1 of the greedy trees (validation)") == len(curve)
+    # The saved model is the evaluated one (the best epoch's weights).
+    model = keras.saving.load_model(os.path.join(out, mee_example.MODEL_FILE))
+    assert model.baseline_name == "leave_one_out"
+    examples = list(mee.generate_expressions(4, "test", 16, seed=0))
+    inputs, digits = mee.model_inputs(examples)
+    correct = np.all(np.argmax(np.asarray(model(inputs)), -1) == digits, -1)
+    assert 100 * correct.mean() == pytest.approx(results["test_accuracy"]["4"])
+
+
 def test_supervised_trees_agree_with_the_brackets():
     from hmkeras.data import mee
     from hmkeras.models.expression_model import ExpressionModel
 
     examples = list(mee.generate_expressions(5, "test", 6, seed=1))
     model = ExpressionModel("rrnet_supervised", units=4, embedding_dim=3, seed=0)
-    assert mee_example.tree_agreement(model, examples) == {"f1": 100.0, "exact": 100.0}
+    # Length 5: five operations, so five splits and five merges each.
+    assert mee_example.tree_agreement(model, examples) == {
+        "f1": 100.0, "exact": 100.0, "splits": 5.0, "merges": 5.0}
     # Another tree scores below 100: the all-recur trees of the LSTM-like case.
-    assert mee_example.tree_agreement(_AllRecur(), examples) == {"f1": 0.0, "exact": 0.0}
+    assert mee_example.tree_agreement(_AllRecur(), examples) == {
+        "f1": 0.0, "exact": 0.0, "splits": 0.0, "merges": 0.0}
 
 
 class _AllRecur:

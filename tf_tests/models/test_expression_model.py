@@ -104,6 +104,11 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     # Options of other encoders.
     (dict(encoder="rrnet_supervised", reward="likelihood"), "reward"),
     (dict(encoder="lstm", baseline="greedy"), "baseline"),
+    (dict(encoder="rrnet_supervised", tree_samples=2), "tree_samples"),
+    (dict(encoder="rrnet_reinforce", baseline="leave_one_out", tree_samples=1),
+     "tree_samples"),
+    (dict(encoder="rrnet_reinforce", tree_samples=0), "tree_samples"),
+    (dict(encoder="rrnet_reinforce", tree_samples=2.0), "tree_samples"),
     (dict(encoder="rrnet_random", recur_bias=3.0), "recur_bias"),
     (dict(encoder="lstm", memory="tree"), "memory"),
 ])
@@ -220,9 +225,91 @@ def test_greedy_baseline_is_the_greedy_trees_reward(reward):
     assert not np.allclose(np.asarray(model.cell.policy_kernel), before)
 
 
+def test_leave_one_out_baseline_is_the_mean_of_the_siblings():
+    """`baseline="leave_one_out"`: a training step reads each expression
+    `tree_samples` times; each tree's advantage is its reward minus the
+    mean reward of its expression's other trees (Kool et al. 2019)."""
+    keras.utils.set_random_seed(0)
+    _, inputs, digits = _batch(count=6)
+    samples = 3
+    model = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4,
+                            baseline="leave_one_out", tree_samples=samples,
+                            policy_weight=1.0, entropy_weight=0.0, seed=1)
+    assert model.tree_samples == samples
+    repeated = {name: np.repeat(value, samples, axis=0) for name, value in inputs.items()}
+    repeated_digits = np.repeat(digits, samples, axis=0)
+    sampler = model.cell.seed_generator.state
+    start = np.asarray(sampler).copy()
+    logits, (sampled, log_probs, _, mask) = model.analyze(repeated, training=True,
+                                                          digits=repeated_digits)
+    sampled = np.asarray(sampled).reshape(6, samples, -1)
+    # The siblings' trees differ (an untrained policy is near uniform).
+    assert any(len({row.tobytes() for row in group}) > 1 for group in sampled)
+    logits64 = np.asarray(logits, np.float64)
+    log_softmax = logits64 - np.log(np.exp(logits64).sum(-1, keepdims=True))
+    reward = np.sum(np.take_along_axis(log_softmax, repeated_digits[..., None], -1),
+                    axis=(1, 2)).reshape(6, samples)
+    others = (reward.sum(1, keepdims=True) - reward) / (samples - 1)
+    advantage = (reward - others).reshape(-1)
+    assert np.all(advantage != 0)
+    log_prob = np.sum(np.asarray(log_probs) * np.asarray(mask), -1)
+    expected_policy = -np.mean(advantage * log_prob)
+    sampler.assign(start)
+    loss, _, policy = model._objective(repeated, repeated_digits, training=True,
+                                       samples=samples)
+    # The advantages are differences of float32 rewards (about 1e-3 apart,
+    # each rounded by about 1e-6): an absolute tolerance of 1 % of them.
+    assert float(policy) == pytest.approx(expected_policy, abs=2e-5)
+    assert float(loss) == pytest.approx(-reward.mean() + expected_policy, rel=1e-5)
+    # Evaluation builds the greedy tree once per expression: no advantage.
+    assert float(model._objective(inputs, digits, training=False)[2]) == 0.0
+    # A training step on the 6 expressions is this objective on 18 trees.
+    model.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=False)
+    sampler.assign(start)
+    before = np.asarray(model.cell.policy_kernel).copy()
+    logs = model.train_on_batch(inputs, digits, return_dict=True)
+    assert logs["loss"] == pytest.approx(float(loss), rel=1e-4)
+    assert logs["policy_loss"] == pytest.approx(expected_policy, abs=2e-5)
+    assert not np.allclose(np.asarray(model.cell.policy_kernel), before)
+
+
+def test_tree_samples_defaults():
+    # Four trees per expression for the leave-one-out baseline, one otherwise.
+    assert ExpressionModel("rrnet_reinforce", units=4,
+                           baseline="leave_one_out").tree_samples == 4
+    assert ExpressionModel("rrnet_reinforce", units=4).tree_samples == 1
+    assert ExpressionModel("rrnet_reinforce", units=4, tree_samples=2).tree_samples == 2
+    assert ExpressionModel("lstm", units=4).tree_samples == 1
+    model = ExpressionModel("rrnet_reinforce", units=4, baseline="leave_one_out",
+                            tree_samples=3)
+    assert ExpressionModel.from_config(model.get_config()).tree_samples == 3
+    assert ExpressionModel.from_config(
+        ExpressionModel("lstm", units=4).get_config()).tree_samples == 1
+
+
 def test_config_round_trip():
     model = ExpressionModel("rrnet_reinforce", units=5, embedding_dim=3, max_depth=4,
                             reward="likelihood", decoder="steps",
                             operations_per_token=2, baseline="greedy", seed=2)
     clone = ExpressionModel.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "rrnet_supervised", "rrnet_reinforce",
+                                     "rrnet_random"])
+def test_keras_file_round_trip(tmp_path, encoder):
+    """A trained model saved to a `.keras` file loads with its weights and
+    its optimizer's state, and answers the same."""
+    _, inputs, digits = _batch(count=8)
+    model = ExpressionModel(encoder, units=6, embedding_dim=4, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(0.01))
+    model.fit(inputs, digits, epochs=1, verbose=0)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.get_config() == model.get_config()
+    assert len(loaded.weights) == len(model.weights) > 0
+    for saved, restored in zip(model.weights + model.optimizer.variables,
+                               loaded.weights + loaded.optimizer.variables):
+        np.testing.assert_array_equal(np.asarray(restored), np.asarray(saved))
+    np.testing.assert_array_equal(np.asarray(loaded(inputs)), np.asarray(model(inputs)))
