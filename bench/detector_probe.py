@@ -1,14 +1,16 @@
 r"""Linear probes of a trained word-discovery run: what could z^1 read?
 
 An `--unsegmented` run of `examples/ptb_char.py` trains `z^1` towards the
-rises of its own predictive entropy (`BoundaryPlacement(form="rise")`).
-This script asks whether the detector *could* follow them: it reads the
-run's best weights, passes the training and test utterances through the
-network once (batch 1, state carried, as the test pass does), and fits a
-logistic regression on the training text from a set of per-step features
-to the rise rule's boundaries (`entropy_segmentation(..., rule="rise")`,
-computed from the same network's entropies). Each probe's boundaries on
-the test utterances are scored against the gold words
+rises of a signal of its own predictions (`hmkeras.BoundaryPlacement`:
+`form="surprisal"`, Eq. 3, the default, or `form="rise"`, the entropy;
+`--targets` says which). This script asks whether the detector *could*
+follow them: it reads the run's best weights, passes the training and
+test utterances through the network once (batch 1, state carried, as the
+test pass does), and fits a logistic regression on the training text
+from a set of per-step features to the rise rule's boundaries
+(`entropy_segmentation(..., rule="rise")`, computed from the same
+network's predictions). Each probe's boundaries on the test utterances
+are scored against the gold words
 (`hmkeras.analysis.word_discovery.score_segmentation`), beside `z^1` and
 the rise rule itself. No gold boundary is used for fitting.
 
@@ -22,7 +24,7 @@ Features (`h^l_t` the layers' outputs, `e(x_t)` the input embedding):
     python examples/ptb_char.py --preset=brent --manual_dir=../shared/data/brent \
         --seed=0 --boundary_input=previous --boundary_gradient=hard_sigmoid \
         --nolstm_baseline --output_dir=runs/brent_s0
-    python bench/detector_probe.py --run_dir=runs/brent_s0 \
+    python bench/detector_probe.py --run_dir=runs/brent_s0 --targets=rise \
         --train_file=../shared/data/brent/phono_tr.txt \
         --test_file=../shared/data/brent/phono_te.txt
 
@@ -37,6 +39,7 @@ from absl import flags
 import numpy as np
 from scipy.optimize import minimize
 
+from trained_run import CHUNK
 from trained_run import load_model
 from trained_run import read_steps
 
@@ -44,6 +47,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "An --unsegmented hmlstm run of examples/ptb_char.py.")
 flags.DEFINE_string("train_file", None, "The training utterances (words separated by spaces).")
 flags.DEFINE_string("test_file", None, "The test utterances.")
+flags.DEFINE_enum("targets", "surprisal", ["surprisal", "rise"],
+                  "The placement whose targets are probed: the rises of Eq. 3's signal "
+                  "(surprisal, the unsegmented default) or of the entropy (rise).")
 flags.DEFINE_float("l2", 1e-3, "L2 penalty of the probes' weights (standardized features).",
                    lower_bound=0)
 flags.mark_flags_as_required(["run_dir", "train_file", "test_file"])
@@ -95,6 +101,7 @@ def fit_probe(x, y, l2):
 def main(_):
     from hmkeras.analysis import word_discovery
     from hmkeras.analysis.word_discovery_report import stream_segmentation
+    from hmkeras.analysis.word_discovery_report import surprisal_signal
     from hmkeras.analysis.word_discovery_report import utterance_values
     from hmkeras.data.utterances import Utterances
 
@@ -105,6 +112,8 @@ def main(_):
             utterances = Utterances.from_text(f.read())
         ids = vocab.encode(utterances.text)[:-1]  # the last symbol predicts nothing
         outputs, entropy, embedding = read_steps(lm, ids)
+        if FLAGS.targets == "surprisal":  # Eq. 3 reads the symbol after each input
+            entropy = surprisal_signal(lm, vocab.encode(utterances.text), CHUNK)
         unspaced = [line.replace(" ", "") for line in utterances.segmented]
         rises = word_discovery.entropy_segmentation(
             unspaced, utterance_values(utterances, entropy), rule="rise")
@@ -117,7 +126,7 @@ def main(_):
         stream_segmentation(test["utterances"], np.append(b, 0.0))).as_dict()
     z1 = test["outputs"][:, sum(lm.hierarchical_cell.units)]
     rows = {"z^1 (the trained detector)": score(z1),
-            "entropy rises (its targets)": score(test["rises"])}
+            f"{FLAGS.targets} rises (the targets)": score(test["rises"])}
     for name, x in splits["train"]["features"].items():
         decide = fit_probe(x, splits["train"]["rises"], FLAGS.l2)
         rows[f"probe of the rises: {name}"] = score(decide(test["features"][name]))

@@ -30,9 +30,11 @@ def read_steps(lm, ids):
     import keras
 
     from hmkeras.analysis.word_discovery_report import batch_one_pass
+    from hmkeras.analysis.word_discovery_report import entropies_of
 
     ids = np.asarray(ids, np.int32)
-    outputs, entropies = batch_one_pass(lm, ids, CHUNK)
+    outputs, log_probs = batch_one_pass(lm, ids, CHUNK)
+    entropies = entropies_of(log_probs)
     embedding = next(layer for layer in lm.network.layers
                      if isinstance(layer, keras.layers.Embedding))
     return outputs, entropies, embedding(ids).numpy()

@@ -76,7 +76,9 @@ UNSEGMENTED_UPPER_SEGMENT_LENGTH = 15
 # so that flags are checked before TensorFlow loads.
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 # hmkeras.cells.boundary_placement.FORMS and "none".
-PLACEMENTS = ("entropy", "rise", "none")
+PLACEMENTS = ("entropy", "rise", "surprisal", "none")
+# hmkeras.cells.boundary_placement.RISE_FORMS: they set the rate of z^1.
+RISE_PLACEMENTS = ("rise", "surprisal")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
 BOUNDARY_GRADIENTS = ("hard_sigmoid", "sigmoid")
@@ -160,8 +162,10 @@ boundary_prior_flags.define_flags(flags, "characters")
 flags.DEFINE_enum("boundary_placement", "entropy", list(PLACEMENTS),
                   "Where the prior's boundaries go (hmkeras.BoundaryPlacement, an "
                   "extension): entropy (where the next character is uncertain), rise "
-                  "(z^1 where that uncertainty rises: text whose words nothing marks) or "
-                  "none. Needs a boundary prior; --boundary_prior=none drops it too.")
+                  "(z^1 where that uncertainty rises: text whose words nothing marks), "
+                  "surprisal (z^1 where a signal that also reads the next character's "
+                  "surprisal rises: the same text) or none. Needs a boundary prior; "
+                  "--boundary_prior=none drops it too.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -274,10 +278,11 @@ def _unsegmented_boundary_defaults(settings, flag_values):
     """On unsegmented text the hierarchical cells' detectors read the
     updated state (--boundary_input=updated) and pass the logistic
     sigmoid's straight-through gradient (--boundary_gradient=sigmoid; not
-    with --boundary_mode=soft), z^1 goes where the uncertainty rises
-    (--boundary_placement=rise) and its number of boundaries is left to
-    that placement (--segment_lengths=none,15,...: the prior holds the
-    layers above), unless those flags are given; the papers' model
+    with --boundary_mode=soft), z^1 goes where a signal of the uncertainty
+    and the next symbol's surprisal rises (--boundary_placement=surprisal),
+    and a rise placement (surprisal, or rise: the entropy's) sets z^1's
+    number of boundaries (--segment_lengths=none,15,...: the prior holds
+    the layers above), unless those flags are given; the papers' model
     (--boundary_prior=none) keeps the papers' detectors."""
     if not settings["unsegmented"] or settings["cell"] not in ("hmlstm", "hmrnn"):
         return
@@ -286,10 +291,12 @@ def _unsegmented_boundary_defaults(settings, flag_values):
             settings["boundary_input"] = "updated"
         if settings["boundary_mode"] != "soft" and not flag_values["boundary_gradient"].present:
             settings["boundary_gradient"] = "sigmoid"
-    if settings["boundary_placement"] == "none" or flag_values["boundary_placement"].present:
-        return  # the papers' model (no prior), or the user's choice
-    settings["boundary_placement"] = "rise"
-    if not flag_values["segment_lengths"].present:
+    if settings["boundary_placement"] == "none":
+        return  # the papers' model (no prior)
+    if not flag_values["boundary_placement"].present:
+        settings["boundary_placement"] = "surprisal"
+    if settings["boundary_placement"] in RISE_PLACEMENTS and not flag_values[
+            "segment_lengths"].present:
         upper = UNSEGMENTED_UPPER_SEGMENT_LENGTH
         settings["segment_lengths"] = ["none"] + [
             f"{upper * 3 ** layer:g}" for layer in range(settings["num_layers"] - 2)]

@@ -239,7 +239,8 @@ def discover_words(s, lm, vocab, utterances, boundaries):
     segmenter's words on the test lines, scored
     (`hmkeras.analysis.word_discovery_report`), with --lstm_baseline the
     words of a stacked LSTM of the same size trained on the same text
-    (`lstm`: its own run in <output_dir>/lstm_baseline, resumed like any
+    (`lstm` and `lstm_surprisal`, its entropy's and its surprisal signal's
+    rises: its own run in <output_dir>/lstm_baseline, resumed like any
     run); the model's words go to test_segmented.txt."""
     from hmkeras.analysis import word_discovery_report
 
@@ -258,6 +259,8 @@ def discover_words(s, lm, vocab, utterances, boundaries):
             return found
         found["lstm"] = dict(lstm["word_discovery"]["entropy"], test_bpc=lstm["test_bpc"],
                              parameters=lstm["parameters"])
+        if "surprisal" in lstm["word_discovery"]:  # not in a run finished before it was
+            found["lstm_surprisal"] = lstm["word_discovery"]["surprisal"]
     return found
 
 

@@ -17,7 +17,7 @@
   boundaries of a corpus' text.
 * `word_discovery`: unsupervised word segmentation scored in the field's
   conventions (boundary, token and lexicon precision / recall / F1) and
-  its baselines (random, transitional probability, entropy rises);
+  its baselines (random, transitional probability, entropy and surprisal rises);
   `word_discovery_report`: the words a character LM finds in unsegmented
   utterances, scored beside those baselines.
 """

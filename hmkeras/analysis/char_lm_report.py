@@ -270,7 +270,9 @@ _WORD_DISCOVERY_ROWS = (
     ("z1", "z^1 (this model)"),
     ("z2", "z^2 (this model)"),
     ("entropy", "entropy rises (this model)"),
+    ("surprisal", "surprisal rises (this model)"),
     ("lstm", "LSTM entropy rises"),
+    ("lstm_surprisal", "LSTM surprisal rises"),
     ("transition_probability", "transition probability"),
     ("random", "random at the gold rate"),
 )

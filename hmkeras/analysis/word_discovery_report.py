@@ -17,6 +17,10 @@ with baselines computed on the same test lines:
   boundary after each symbol at which the predictive entropy of the next
   symbol rises (`entropy_segmentation`, rule `"rise"`; Elman 1990): for
   a model without boundaries (an LSTM) its segmentation.
+* `"surprisal"`: the same rule on the signal `v_t = H_t + (S_t -
+  H_{t+1}) / 2` that `hmkeras.BoundaryPlacement(form="surprisal")` trains
+  `z^1` towards (Eq. 3: `S_t` the surprisal of the symbol that follows);
+  it reads one symbol ahead, which `z^1` cannot.
 * `"random"`: a boundary at each position with the test text's gold
   boundary rate (the usual chance baseline; it is told that rate).
 * `"transition_probability"`: Saffran et al. (1996), a boundary at each
@@ -38,7 +42,7 @@ from hmkeras.analysis import word_discovery
 from hmkeras.cells.boundary_placement import predictive_entropy
 
 #: The segmenters of `word_discovery_results`, in the order of the summary.
-SEGMENTERS = ("z1", "z2", "entropy", "random", "transition_probability")
+SEGMENTERS = ("z1", "z2", "entropy", "surprisal", "random", "transition_probability")
 
 
 def _utterance_slices(utterances):
@@ -88,27 +92,55 @@ def utterance_values(utterances, values):
 
 
 def batch_one_pass(lm, ids, chunk=1000):
-    """`(rnn_outputs, entropies)` of `lm` reading the symbol ids `ids` at
+    """`(rnn_outputs, log_probs)` of `lm` reading the symbol ids `ids` at
     batch 1 from a zero state, the state carried between chunks of
-    `chunk` steps: per step, the recurrent layer's outputs and `H_t` in
-    nats of the prediction of the next symbol. One compiled function; the
-    last chunk is padded, which changes no step before the padding."""
+    `chunk` steps: per step, the recurrent layer's outputs and the
+    log-probabilities (nats, float64) of the prediction of the next
+    symbol. One compiled function; the last chunk is padded, which changes
+    no step before the padding."""
     ids = np.asarray(ids, np.int32)
     step = tf.function(lambda x, state: lm.network([x, *state], training=False))
-    state, outputs, entropies = [tf.constant(s) for s in lm.zero_state(1)], [], []
+    state, outputs, log_probs = [tf.constant(s) for s in lm.zero_state(1)], [], []
     for start in range(0, ids.shape[0], chunk):
         part = ids[start: start + chunk]
         logits, rnn_outputs, *state = step(
             tf.constant(np.pad(part, [0, chunk - len(part)])[None]), state)
         outputs.append(rnn_outputs[0, :len(part)].numpy())
-        entropies.append(predictive_entropy(logits[0, :len(part)], tf.float64).numpy())
-    return np.concatenate(outputs), np.concatenate(entropies)
+        log_probs.append(tf.nn.log_softmax(tf.cast(logits[0, :len(part)], tf.float64)).numpy())
+    return np.concatenate(outputs), np.concatenate(log_probs)
+
+
+def entropies_of(log_probs):
+    """`H_t = -sum_k p_k log p_k` (nats) of each row of `log_probs`."""
+    return -np.sum(np.exp(log_probs) * log_probs, axis=-1)
 
 
 def predictive_entropies(lm, ids, chunk=1000):
     """`H_t` in nats of `lm`'s prediction of symbol `t + 1`, for every input
     `t` of `ids[:-1]` (`batch_one_pass`)."""
-    return batch_one_pass(lm, np.asarray(ids)[:-1], chunk)[1]
+    return entropies_of(batch_one_pass(lm, np.asarray(ids)[:-1], chunk)[1])
+
+
+def surprisal_signal(lm, ids, chunk=1000):
+    """`v_t = H_t + (S_t - H_{t+1}) / 2` in nats (`hmkeras.BoundaryPlacement`,
+    form `"surprisal"`, Eq. 3), with `S_t` the surprisal of the symbol
+    `ids[t + 1]` that follows, for every input `t` of `ids[:-1]`
+    (`batch_one_pass` of all of `ids`).
+
+    Examples:
+
+        >>> import numpy as np
+        >>> from hmkeras.models.char_language_model import CharLanguageModel
+        >>> lm = CharLanguageModel(vocab_size=5, units=4, embedding_dim=2, output_units=4)
+        >>> ids = np.array([1, 2, 3, 1, 2])
+        >>> surprisal_signal(lm, ids).shape
+        (4,)
+    """
+    ids = np.asarray(ids)
+    log_probs = batch_one_pass(lm, ids, chunk)[1]
+    entropy = entropies_of(log_probs)  # H_0 .. H_{T-1}
+    surprisal = -log_probs[np.arange(len(ids) - 1), ids[1:]]  # S_0 .. S_{T-2}
+    return entropy[:-1] + (surprisal - entropy[1:]) / 2
 
 
 def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
@@ -139,9 +171,11 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
     if boundaries is not None:
         for layer in range(min(2, boundaries.shape[1])):
             segmentations[f"z{layer + 1}"] = stream_segmentation(test, boundaries[:, layer])
-    entropies = predictive_entropies(lm, vocab.encode(test.text))
+    ids = vocab.encode(test.text)
     segmentations["entropy"] = word_discovery.entropy_segmentation(
-        unspaced, utterance_values(test, entropies), rule="rise")
+        unspaced, utterance_values(test, predictive_entropies(lm, ids)), rule="rise")
+    segmentations["surprisal"] = word_discovery.entropy_segmentation(
+        unspaced, utterance_values(test, surprisal_signal(lm, ids)), rule="rise")
     gold_rate = word_discovery.boundary_rate(test.segmented)
     segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
     segmentations["transition_probability"] = (

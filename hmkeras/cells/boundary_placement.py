@@ -59,6 +59,25 @@ marks", compares the rules and how closely z^1 follows them). The rise
 also sets how many boundaries `z^1` places: give the prior no rate for
 `z^1` (`BoundaryPrior((None, 15))`).
 
+The form `"surprisal"` reads the rise of a signal that also knows which
+symbol came next (a training target may look ahead; the detector cannot):
+with `S_t = -log p_t(x_{t+1})` the surprisal of the symbol that does come
+after step `t` (the next input of the window),
+
+    v_t = H_t + (S_t - H_{t+1}) / 2                                              (3)
+
+and `r_t = v_t - v_{t-1} - d`, `d` half the mean absolute change of `v`
+over `A^1`, in Eq. (2) in place of the entropy's rise; `A^1` is every step
+but a window's first and last (whose `v_{t-1}`, or `S_t` and `H_{t+1}`,
+the window does not hold). A word ends before a symbol that was hard to
+predict (`H_t`, and `S_t`: the model expected it less than on average)
+and that, once read, leaves the rest of the word easier to predict than
+the model was before it (`H_t - H_{t+1}`: the first symbols of a word say
+the most about it). On Brent's phonemes and letters the surprisal form
+trains `z^1` to more of the words than the entropy's rise does
+(`docs/results/word-discovery.md`, "Better targets: the surprisal of the
+next symbol"); it needs the window's input symbols (`tokens`).
+
 In the discrete boundary modes the gradient reaches each detector through
 the straight-through estimator (Chung et al. Eq. 8-9).
 
@@ -83,8 +102,10 @@ from keras import ops
 from hmkeras import argument_checks
 from hmkeras.cells.boundary_prior import whole_batch_sums
 
-FORMS = ("entropy", "rise")
-# Eq. (2): `d` is this fraction of the mean absolute change of the entropy.
+FORMS = ("entropy", "rise", "surprisal")
+# The forms whose `z^1` targets are rises of a signal (Eq. 2, 3).
+RISE_FORMS = ("rise", "surprisal")
+# Eq. (2): `d` is this fraction of the mean absolute change of the signal.
 RISE_FRACTION = 0.5
 
 
@@ -101,6 +122,27 @@ def predictive_entropy(logits, dtype="float32"):
     logits = ops.stop_gradient(ops.cast(logits, dtype))
     log_p = ops.log_softmax(logits, axis=-1)
     return -ops.sum(ops.exp(log_p) * log_p, axis=-1)
+
+
+def rise_signal(entropy, logits, tokens):
+    """`v_t` of Eq. (3) for the steps `t = 0 .. T-2` of a window of `T`,
+    `(batch, T - 1, 1)`, from `H_t` (`(batch, T, 1)`), the logits and the
+    window's input `tokens` (`(batch, T)`: `x_{t+1}` is `tokens[:, t + 1]`);
+    a constant (no gradient).
+
+    Examples:
+
+        >>> import numpy as np
+        >>> logits = np.zeros((1, 3, 4), "float32")  # uniform: H = S = log 4
+        >>> v = rise_signal(predictive_entropy(logits)[..., None], logits, np.zeros((1, 3), "int32"))
+        >>> tuple(v.shape), round(float(v[0, 0, 0]), 4)
+        ((1, 2, 1), 1.3863)
+    """
+    log_p = ops.log_softmax(ops.stop_gradient(ops.cast(logits[:, :-1], entropy.dtype)), axis=-1)
+    following = ops.one_hot(ops.cast(tokens[:, 1:], "int32"), ops.shape(log_p)[-1],
+                            dtype=log_p.dtype)
+    surprisal = -ops.sum(log_p * following, axis=-1, keepdims=True)  # S_t
+    return entropy[:, :-1] + (surprisal - entropy[:, 1:]) / 2  # Eq. (3)
 
 
 def deciding_steps(boundaries, mask=None):
@@ -136,6 +178,19 @@ def _distance(z, target):
     return ops.sign(difference) * difference
 
 
+def _checked_tokens(tokens):
+    if tokens is None:
+        raise ValueError(
+            "BoundaryPlacement(form='surprisal') needs `tokens`, the window's input "
+            "symbols (batch, time), to read the surprisal of the next symbol.")
+    tokens = ops.convert_to_tensor(tokens)
+    if len(tokens.shape) != 2:
+        raise ValueError(
+            "BoundaryPlacement: `tokens` must be the (batch, time) input symbols. "
+            f"Received a tensor of shape {tuple(tokens.shape)}.")
+    return tokens
+
+
 @keras.saving.register_keras_serializable(package="hmkeras")
 class BoundaryPlacement:
     """Boundaries where the next symbol is uncertain, as a loss (Eq. 1).
@@ -146,7 +201,9 @@ class BoundaryPlacement:
         form: `"entropy"` (Eq. 1: every layer where the next symbol is
             more uncertain than at the layer's average deciding step) or
             `"rise"` (Eq. 2: `z^1` where the uncertainty rises, for text
-            whose words nothing marks; the layers above as in Eq. 1).
+            whose words nothing marks; the layers above as in Eq. 1) or
+            `"surprisal"` (Eq. 3: `z^1` where a signal that also reads the
+            next symbol's surprisal rises; needs `tokens`).
 
     Call arguments:
         boundaries: The `(batch, time, layers)` boundaries `z^1 ..
@@ -154,6 +211,9 @@ class BoundaryPlacement:
         logits: The `(batch, time, classes)` logits of the model's
             prediction of the next step.
         mask: Optional `(batch, time)` mask; masked steps decide nothing.
+        tokens: The `(batch, time)` input symbols of the window, for the
+            form `"surprisal"` (the symbol after step `t` is the input of
+            step `t + 1`); ignored by the other forms.
 
     Returns:
         The scalar loss, float32 (float64 for float64 boundaries).
@@ -168,7 +228,7 @@ class BoundaryPlacement:
         self.weight = argument_checks.check_float("weight", weight, minimum=0)
         self.form = argument_checks.check_choice("form", form, FORMS)
 
-    def __call__(self, boundaries, logits, mask=None):
+    def __call__(self, boundaries, logits, mask=None, tokens=None):
         boundaries = ops.convert_to_tensor(boundaries)
         float64 = keras.backend.standardize_dtype(boundaries.dtype) == "float64"
         dtype = "float64" if float64 else "float32"
@@ -180,26 +240,41 @@ class BoundaryPlacement:
             )
         entropy = predictive_entropy(logits, dtype)[..., None]
         active = deciding_steps(z, mask)
-        if self.form == "rise":  # Eq. (2): z^1 decides where H_{t-1} is known
-            change = ops.pad(entropy[:, 1:] - entropy[:, :-1], [[0, 0], [1, 0], [0, 0]])
-            active = ops.concatenate([ops.pad(active[:, 1:, :1], [[0, 0], [1, 0], [0, 0]]),
-                                      active[..., 1:]], axis=-1)
+        if self.form in RISE_FORMS:
+            change, active = self._rise(entropy, logits, tokens, active)
         # Under a strategy `m^l`, `|A^l|` (and `d`) are the whole batch's;
         # each replica's loss is its share of Eq. (1) times the replicas,
         # which Keras divides back out before it sums the gradients.
         sums = [ops.sum(active, axis=(0, 1)),            # |A^l|
                 ops.sum(active * entropy, axis=(0, 1))]  # sum of H over A^l
-        if self.form == "rise":  # sum of |H_t - H_{t-1}| over A^1
+        if self.form in RISE_FORMS:  # sum of |H_t - H_{t-1}| (|v_t - v_{t-1}|) over A^1
             sums.append(ops.sum(active[..., 0] * ops.abs(change[..., 0])))
         (steps, total, *spread), replicas = whole_batch_sums(sums)
         steps = ops.maximum(steps, 1.0)
         margin = entropy - total / steps  # H_t - m^l
-        if self.form == "rise":  # Eq. (2): H_t - H_{t-1} - d for z^1
+        if self.form in RISE_FORMS:  # Eq. (2): H_t - H_{t-1} - d (v_t - v_{t-1} - d) for z^1
             typical = RISE_FRACTION * spread[0] / steps[0]
             margin = ops.concatenate([change - typical, margin[..., 1:]], axis=-1)
         target = ops.cast(margin > 0.0, dtype)
         misplaced = _distance(z, target) * ops.abs(margin) * active  # Eq. (1)
         return self.weight * replicas * ops.sum(ops.sum(misplaced, axis=(0, 1)) / steps)
+
+    def _rise(self, entropy, logits, tokens, active):
+        """`(change, active)` of the rise forms: the signal's change
+        `H_t - H_{t-1}` (Eq. 2) or `v_t - v_{t-1}` (Eq. 3) per step, 0
+        where `z^1` decides nothing, and `A` with `z^1`'s column limited to
+        the steps that have a change: not the window's first, nor, for
+        Eq. 3, its last or a step before a masked one (no `x_{t+1}`)."""
+        signal, ahead = entropy, 0
+        if self.form == "surprisal":
+            signal, ahead = rise_signal(entropy, logits, _checked_tokens(tokens)), 1
+        edges = [[0, 0], [1, ahead], [0, 0]]  # the steps without a change
+        change = ops.pad(signal[:, 1:] - signal[:, :-1], edges)
+        deciding = ops.pad(active[:, 1:ops.shape(active)[1] - ahead, :1], edges)
+        if ahead:  # the next step must be one: x_{t+1} is a symbol of the text
+            following = ops.pad(active[:, 1:, :1], [[0, 0], [0, 1], [0, 0]])
+            deciding = deciding * following
+        return change, ops.concatenate([deciding, active[..., 1:]], axis=-1)
 
     def get_config(self):
         return {"weight": self.weight, "form": self.form}
@@ -223,14 +298,17 @@ class BoundaryPlacementLoss(keras.layers.Layer):
         boundary_layers: Number of boundary columns at the end of the
             hierarchical output (`num_layers - 1`); default 2.
         weight: As in `BoundaryPlacement`; default 1.
-        form: As in `BoundaryPlacement`: `"entropy"` (default) or
-            `"rise"` (text whose words nothing marks).
+        form: As in `BoundaryPlacement`: `"entropy"` (default), `"rise"`
+            or `"surprisal"` (text whose words nothing marks; the latter
+            needs the tokens).
         **kwargs: Keras layer arguments (`name`, ...).
 
     Call arguments:
-        inputs: `[outputs, logits]`: the `(batch, time, features)` sequence
-            output of `hmkeras.HMLSTM` / `HMRNN` (or `RNN(HMLSTMCell(...))`)
-            and the `(batch, time, classes)` logits of the next step.
+        inputs: `[outputs, logits]` or `[outputs, logits, tokens]`: the
+            `(batch, time, features)` sequence output of `hmkeras.HMLSTM` /
+            `HMRNN` (or `RNN(HMLSTMCell(...))`), the `(batch, time,
+            classes)` logits of the next step and, for the form
+            `"surprisal"`, the `(batch, time)` input symbols.
         training: Adds the loss only while training.
 
     Examples:
@@ -253,9 +331,10 @@ class BoundaryPlacementLoss(keras.layers.Layer):
         self.placement = BoundaryPlacement(weight=weight, form=form)
 
     def call(self, inputs, training=False):
-        outputs, logits = inputs
+        outputs, logits, *tokens = inputs
         if training:
-            self.add_loss(self.placement(outputs[..., -self.boundary_layers:], logits))
+            self.add_loss(self.placement(outputs[..., -self.boundary_layers:], logits,
+                                         tokens=tokens[0] if tokens else None))
         return logits
 
     def compute_output_shape(self, input_shape):

@@ -32,7 +32,8 @@ class BoundaryLosses(keras.layers.Layer):
         rnn_outputs: The `(batch, time, features)` output of the RNN.
         logits: The `(batch, time, classes)` predictions of the next step,
             for the placement.
-        tokens: The `(batch, time)` input tokens, for the mask.
+        tokens: The `(batch, time)` input tokens, for the mask and the
+            placement's surprisal (`BoundaryPlacement(form="surprisal")`).
         training: The losses are added only while training.
 
     Returns:
@@ -73,7 +74,7 @@ class BoundaryLosses(keras.layers.Layer):
             if self.prior is not None:
                 self.add_loss(self.prior(boundaries, mask=mask))
             if self.placement is not None:
-                self.add_loss(self.placement(boundaries, logits, mask=mask))
+                self.add_loss(self.placement(boundaries, logits, mask=mask, tokens=tokens))
         return rnn_outputs if logits is None else logits
 
     def compute_output_shape(self, rnn_outputs_shape, logits_shape=None, tokens_shape=None):

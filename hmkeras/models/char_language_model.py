@@ -164,7 +164,10 @@ class CharLanguageModelConfig(JsonConfig):
             hierarchical cells only.
         boundary_placement: Where the prior's boundaries go: `"entropy"`
             (default; `hmkeras.BoundaryPlacement`, where the next
-            character is uncertain) or None (the prior alone). Added to
+            character is uncertain), `"rise"` or `"surprisal"` (text whose
+            words nothing marks: `z^1` where that uncertainty rises, or
+            where a signal that also reads the next symbol's surprisal
+            rises) or None (the prior alone). Added to
             the training loss beside the prior only: with
             `boundary_prior=None` the model is the papers' whatever this
             says. A JSON configuration without the field (`from_json`)
@@ -378,7 +381,7 @@ class CharLanguageModel:
             logits = BoundaryLosses(
                 (width, width + c.num_layers - 1), self.boundary_prior,
                 self.boundary_placement, name="boundary_losses",
-            )(rnn_outputs, logits=logits)
+            )(rnn_outputs, logits=logits, tokens=tokens)
         return keras.Model(
             [tokens, *states], [logits, rnn_outputs, *new_states],
             name=f"char_lm_{c.cell}",

@@ -3,6 +3,7 @@ boundaries cut back into utterances (and the written file read back to
 the same boundaries), the entropies of a chunked batch-1 pass equal to one
 pass over the whole stream, and every segmenter scored on the same lines."""
 
+import backend_support
 import numpy as np
 import pytest
 
@@ -64,6 +65,21 @@ def test_chunked_entropies_equal_one_pass(tiny_lm):
     assert whole.shape == (len(ids) - 1,)
     np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
     assert np.all(whole > 0) and np.all(whole <= np.log(len(vocab)) + 1e-6)
+
+
+def test_surprisal_signal_is_eq_3_of_the_placement(tiny_lm):
+    # v_t = H_t + (S_t - H_{t+1}) / 2 from one pass of the network, in NumPy.
+    lm, vocab, utterances = tiny_lm
+    ids = np.asarray(vocab.encode(utterances.text))
+    logits = backend_support.to_numpy(lm.network([ids[None], *lm.zero_state(1)])[0])[0]
+    logits = logits.astype("float64")
+    log_p = logits - logits.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    entropy = -(np.exp(log_p) * log_p).sum(-1)
+    surprisal = -log_p[np.arange(len(ids) - 1), ids[1:]]
+    expected = entropy[:-1] + (surprisal - entropy[1:]) / 2
+    np.testing.assert_allclose(report.surprisal_signal(lm, ids, chunk=7), expected,
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_every_segmenter_is_scored_on_the_same_lines(tiny_lm):

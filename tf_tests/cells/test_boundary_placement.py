@@ -78,6 +78,39 @@ def reference_rise_placement(z, logits, weight=1.0):
     return weight * total
 
 
+def reference_surprisal_signal(logits, tokens):
+    """Eq. (3), step by step: v_t = H_t + (S_t - H_{t+1}) / 2 for t < T - 1,
+    S_t = -log p_t(tokens[t + 1])."""
+    entropy = reference_entropy(logits)
+    batch, time, _ = logits.shape
+    v = np.zeros((batch, time - 1))
+    for b in range(batch):
+        for t in range(time - 1):
+            shifted = logits[b, t] - logits[b, t].max()
+            log_p = shifted - np.log(np.exp(shifted).sum())
+            surprisal = -log_p[tokens[b, t + 1]]
+            v[b, t] = entropy[b, t] + (surprisal - entropy[b, t + 1]) / 2
+    return v
+
+
+def reference_surprisal_placement(z, logits, tokens, weight=1.0, mask=None):
+    """Eq. (2) on v of Eq. (3): z^1 decides at steps 1 .. T-2 whose step
+    and next step are unmasked; the layers above as in Eq. (1)."""
+    v = reference_surprisal_signal(logits, tokens)
+    kept = np.ones(z.shape[:2]) if mask is None else mask
+    steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1] - 1)
+             if kept[b, t] and kept[b, t + 1]]
+    d = 0.5 * np.mean([abs(v[b, t] - v[b, t - 1]) for b, t in steps])
+    total = 0.0
+    for b, t in steps:
+        rise = v[b, t] - v[b, t - 1] - d
+        total += abs(z[b, t, 0] - float(rise > 0)) * abs(rise) / len(steps)
+    if z.shape[-1] > 1:
+        total += (reference_placement(z, logits, mask=mask)
+                  - reference_placement(z[..., :1], logits, mask=mask))
+    return weight * total
+
+
 def random_case(seed, shape=(3, 11, 2), classes=6, soft=False):
     rng = np.random.default_rng(seed)
     logits = rng.normal(scale=2.0, size=shape[:2] + (classes,))
@@ -170,7 +203,7 @@ def test_options_round_trip_and_bad_values():
         with pytest.raises(ValueError, match="weight"):
             BoundaryPlacement(weight=bad)
     with pytest.raises(ValueError, match="form"):
-        BoundaryPlacement(form="surprisal")
+        BoundaryPlacement(form="peak")
     with pytest.raises(ValueError, match=r"\(batch, time, layers\)"):
         BoundaryPlacement()(np.zeros((4, 2), "float32"), np.zeros((4, 3), "float32"))
 
@@ -179,29 +212,33 @@ def test_options_round_trip_and_bad_values():
 def test_char_lm_training_loss_adds_the_placement():
     # The training loss of the default char LM is the cross entropy plus
     # the rate prior plus Eq. (1) on the same batch; boundary_placement=None
-    # drops exactly the last term; the papers' model has neither.
+    # drops exactly the last term; the papers' model has neither; the
+    # surprisal form (Eq. 3) reads the batch's tokens.
     from hmkeras.models.char_language_model import CharLanguageModel
     from hmkeras.training.stateful_training import TruncatedBPTTModel
 
     tokens = np.random.default_rng(5).integers(0, 7, size=(4, 12)).astype("int32")
     losses = {}
     for name, options in {"default": {}, "no_placement": dict(boundary_placement=None),
-                          "papers": dict(boundary_prior=None)}.items():
+                          "papers": dict(boundary_prior=None),
+                          "surprisal": dict(boundary_placement="surprisal")}.items():
         lm = CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
                                output_units=8, seed=1, **options)
-        assert (lm.boundary_placement is not None) == (name == "default")
+        assert (lm.boundary_placement is not None) == (name in ("default", "surprisal"))
         model = TruncatedBPTTModel(lm, batch_size=4, carry_state=False)
         model.compile(optimizer=keras.optimizers.SGD(0.0),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         logits, rnn_outputs, *_ = lm.network([tokens, *lm.zero_state(4)], training=True)
         nll = float(keras.losses.SparseCategoricalCrossentropy(from_logits=True)(tokens, logits))
         prior = float(lm.boundary_prior(rnn_outputs)) if lm.boundary_prior else 0.0
-        placement = (float(lm.boundary_placement(lm.boundaries(rnn_outputs), logits))
+        placement = (float(lm.boundary_placement(lm.boundaries(rnn_outputs), logits,
+                                                 tokens=tokens))
                      if lm.boundary_placement else 0.0)
         logs = model.train_on_batch(tokens, tokens, return_dict=True)
         losses[name] = (logs["loss"], nll + prior + placement)
         assert logs["loss"] == pytest.approx(nll + prior + placement, rel=1e-5)
     assert losses["default"][1] > losses["no_placement"][1]
+    assert losses["surprisal"][1] != pytest.approx(losses["default"][1], rel=1e-4)
 
 
 def _word_stream(seed, words, length):
@@ -325,12 +362,14 @@ def test_loss_layer_takes_the_form():
 
 @pytest.mark.slow
 @TRUNCATED_BPTT_IS_TENSORFLOWS
+@pytest.mark.parametrize("form", ["surprisal", "rise"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_rise_placement_finds_words_that_nothing_marks(seed):
-    # Behaviour: the same lexicon with the spaces removed, the defaults of
-    # unsegmented text (z^1 placed by the rise, its rate left free, z^2
-    # held at 1/15). The uncertainty rises only after a word's last letter
-    # (any word may follow); z^1 must end the words there, in every seed.
+def test_rise_placements_find_words_that_nothing_marks(form, seed):
+    # Behaviour: the same lexicon with the spaces removed, the placements of
+    # unsegmented text (z^1 placed by a rise, its rate left free, z^2 held
+    # at 1/15). The uncertainty rises only after a word's last letter (any
+    # word may follow), and the next letter is the surprising one; z^1
+    # must end the words there, in every seed.
     from hmkeras.analysis.word_discovery import score_segmentation
     from hmkeras.analysis.word_discovery import segment_utterance
     from hmkeras.models.char_language_model import CharLanguageModel
@@ -348,7 +387,7 @@ def test_rise_placement_finds_words_that_nothing_marks(seed):
     windows = ids[: 41 * 640].reshape(640, 41)
     keras.utils.set_random_seed(seed)  # the run's seed: `fit` shuffles the windows
     lm = CharLanguageModel(vocab_size=len(symbols), units=16, num_layers=3, embedding_dim=8,
-                           output_units=16, boundary_placement="rise",
+                           output_units=16, boundary_placement=form,
                            segment_lengths=[None, 15], seed=seed)
     model = TruncatedBPTTModel(lm, batch_size=32, carry_state=False)
     model.compile(keras.optimizers.Adam(0.01, clipnorm=1.0), loss=model.loss_function())
@@ -361,3 +400,85 @@ def test_rise_placement_finds_words_that_nothing_marks(seed):
     found = segment_utterance(gold.replace(" ", ""), z1)
     scores = score_segmentation([gold], [found])
     assert scores.boundary.f1 > 0.8, (scores.boundary, found[:80])
+
+
+def random_tokens(seed, shape, classes=6):
+    return np.random.default_rng(seed + 100).integers(0, classes, size=shape).astype("int32")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_surprisal_form_matches_the_reference(seed):
+    z, logits = random_case(seed, shape=(3, 11, 2))
+    tokens = random_tokens(seed, (3, 11))
+    placement = BoundaryPlacement(form="surprisal")
+    assert float(placement(z, logits, tokens=tokens)) == pytest.approx(
+        reference_surprisal_placement(z, logits, tokens), rel=REL)
+    assert float(BoundaryPlacement(weight=0.5, form="surprisal")(z, logits, tokens=tokens)) == (
+        pytest.approx(reference_surprisal_placement(z, logits, tokens, 0.5), rel=REL))
+    # The next symbol matters: other tokens, another value.
+    assert float(placement(z, logits, tokens=(tokens + 1) % 6)) != pytest.approx(
+        float(placement(z, logits, tokens=tokens)), rel=1e-3)
+
+
+def test_surprisal_form_with_a_mask_decides_only_where_the_next_symbol_is_text():
+    z, logits = random_case(4, shape=(3, 10, 2))
+    tokens = random_tokens(4, (3, 10))
+    mask = np.ones((3, 10)); mask[0, 7:] = 0; mask[2, 4:] = 0  # padded rows
+    value = BoundaryPlacement(form="surprisal")(z, logits, mask=mask, tokens=tokens)
+    assert float(value) == pytest.approx(
+        reference_surprisal_placement(z, logits, tokens, mask=mask), rel=REL)
+
+
+def test_surprisal_form_costs_nothing_on_its_rises_and_the_ends_decide_nothing():
+    _, logits = random_case(7, shape=(1, 12, 1))
+    tokens = random_tokens(7, (1, 12))
+    change = np.diff(reference_surprisal_signal(logits, tokens)[0])
+    d = 0.5 * np.abs(change).mean()
+    # z^1 on the rises of v at steps 1 .. 10; steps 0 and 11 decide nothing.
+    z = np.concatenate([[1.0], change > d, [1.0]])[None, :, None]
+    placement = BoundaryPlacement(form="surprisal")
+    assert float(placement(z, logits, tokens=tokens)) == 0.0
+    fall = 1 + int(np.argmin(change))
+    moved = z.copy(); moved[0, fall, 0] = 1.0
+    assert float(placement(moved, logits, tokens=tokens)) == pytest.approx(
+        (-change[fall - 1] + d) / change.size, rel=REL)
+    # The entropy's rise (Eq. 2) reads other targets.
+    assert float(BoundaryPlacement(form="rise")(z, logits)) != 0.0
+
+
+def test_surprisal_form_gradient_is_the_signed_rise_and_none_reaches_the_logits():
+    z, logits = random_case(8, shape=(2, 9, 1), soft=True)
+    tokens = random_tokens(8, (2, 9))
+    placement = BoundaryPlacement(form="surprisal")
+    _, (z_gradient, logits_gradient) = backend_support.traced_gradients(
+        lambda zt, lt: (placement(zt, lt, tokens=tokens), ()), z, logits)
+    z_gradient = ops.convert_to_numpy(z_gradient)
+    change = np.diff(reference_surprisal_signal(logits, tokens), axis=1)
+    rise = change - 0.5 * np.abs(change).mean()
+    np.testing.assert_allclose(z_gradient[:, 1:-1, 0], -rise / rise.size,
+                               **(dict(rtol=1e-10) if backend_support.HAS_FLOAT64
+                                  else dict(rtol=1e-5, atol=1e-7)))
+    np.testing.assert_array_equal(z_gradient[:, [0, -1], 0], 0.0)
+    # No gradient reaches the predictions (TensorFlow: none at all).
+    assert logits_gradient is None if backend_support.BACKEND == "tensorflow" else (
+        not np.any(ops.convert_to_numpy(logits_gradient)))
+
+
+def test_surprisal_form_needs_the_tokens():
+    z, logits = random_case(0, shape=(1, 5, 1))
+    with pytest.raises(ValueError, match="needs `tokens`"):
+        BoundaryPlacement(form="surprisal")(z, logits)
+    with pytest.raises(ValueError, match="`tokens` must be the"):
+        BoundaryPlacement(form="surprisal")(z, logits, tokens=np.zeros((1, 5, 1), "int32"))
+
+
+def test_loss_layer_passes_the_tokens_to_the_surprisal_form():
+    z, logits = random_case(3, shape=(2, 7, 2))
+    tokens = random_tokens(3, (2, 7))
+    outputs = np.concatenate([np.zeros((2, 7, 4)), z], axis=-1).astype("float32")
+    layer = hmkeras.BoundaryPlacementLoss(boundary_layers=2, form="surprisal")
+    returned = layer([outputs, logits.astype("float32"), tokens], training=True)
+    np.testing.assert_array_equal(backend_support.to_numpy(returned), logits.astype("float32"))
+    assert float(backend_support.to_numpy(layer.losses[0])) == pytest.approx(
+        reference_surprisal_placement(z, logits.astype("float32").astype("float64"), tokens),
+        rel=1e-5)
