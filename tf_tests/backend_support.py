@@ -128,10 +128,18 @@ def variable_gradients(layer, variables, objective, *args, **kwargs):
     else:
         import torch
 
-        outputs = layer(*args, **kwargs)
-        losses = list(layer.losses)
-        gradients = torch.autograd.grad(objective(outputs, losses),
-                                        [v.value for v in variables], allow_unused=True)
+        values = [v.value for v in variables]
+        frozen = [t for t in values if not t.requires_grad]  # a non-trainable slope
+        for tensor in frozen:
+            tensor.requires_grad_(True)
+        try:
+            outputs = layer(*args, **kwargs)
+            losses = list(layer.losses)
+            gradients = torch.autograd.grad(objective(outputs, losses), values,
+                                            allow_unused=True)
+        finally:
+            for tensor in frozen:
+                tensor.requires_grad_(False)
     gradients = [None if g is None else keras.ops.convert_to_numpy(g) for g in gradients]
     return outputs, losses, gradients
 

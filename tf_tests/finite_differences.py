@@ -12,6 +12,7 @@ array, in float64.  The loss is a plain Python function of a dict
 assigned to its variables (`variables_loss`).
 """
 
+from backend_support import to_numpy
 import numpy as np
 
 __all__ = ["assert_gradients_match", "pick_entries", "central_difference", "variables_loss"]
@@ -92,12 +93,12 @@ def variables_loss(variables, compute):
     the returned function.
     """
     by_path = {v.path: v for v in variables}
-    saved = {path: np.array(v.numpy()) for path, v in by_path.items()}
+    saved = {path: np.array(to_numpy(v)) for path, v in by_path.items()}
 
     def loss(values):
         for path, value in values.items():
             by_path[path].assign(value)
-        return float(np.asarray(compute()))
+        return float(to_numpy(compute()))
 
     loss.restore = lambda: [by_path[p].assign(v) for p, v in saved.items()]
     return loss

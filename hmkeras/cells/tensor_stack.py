@@ -37,8 +37,10 @@ def _slots(stack, units):
 def _slot_mask(depth, max_depth, dtype, offset=0):
     """`(batch, max_depth, 1)` one-hot of slot `depth + offset` (zeros when
     that slot does not exist)."""
-    index = ops.cast(ops.round(ops.reshape(depth, (-1,))), "int32") + offset
-    return ops.one_hot(index, max_depth, dtype=dtype)[:, :, None]
+    index = ops.cast(ops.round(ops.reshape(depth, (-1, 1))), "int32") + offset
+    # A comparison, not `one_hot`: PyTorch's refuses an index out of range.
+    return ops.cast(ops.equal(index, ops.arange(max_depth, dtype="int32")[None]),
+                    dtype)[:, :, None]
 
 
 def can_push(depth, max_depth):

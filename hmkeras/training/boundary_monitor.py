@@ -226,9 +226,10 @@ class BoundaryMonitor(keras.callbacks.Callback):
             for wrapper in wrappers:  # the wrapped cell's part of the output
                 outputs = wrapper.cell_outputs(outputs)
             _, boundaries = cell.split_outputs(outputs)
-            boundaries = np.asarray(boundaries, dtype=np.float64)
+            # `convert_to_numpy`: PyTorch's tensors refuse `np.asarray`.
+            boundaries = keras.ops.convert_to_numpy(boundaries).astype(np.float64)
             per_layer = boundaries.reshape(-1, boundaries.shape[-1]).mean(axis=0)
-            if not np.all(np.isfinite(np.asarray(outputs))):
+            if not np.all(np.isfinite(keras.ops.convert_to_numpy(outputs))):
                 # Step-mode boundaries of NaN pre-activations are 0: a
                 # diverged model must not read as a collapse to 0.
                 per_layer = np.full_like(per_layer, np.nan)

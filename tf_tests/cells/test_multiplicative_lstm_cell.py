@@ -264,6 +264,8 @@ def test_weight_normalization_computed_once_per_sequence(monkeypatch, scope):
     n = len(NORMALIZED[scope])
     assert counts == {2: n, 9: n}
 
+    if backend_support.BACKEND == "torch":
+        return  # PyTorch runs eagerly: no traced graph to read (the counts above)
     # Traced (TF: the layer first built inside tf.function): the loop body
     # has no normalization in it; the function has it once per matrix.
     layer = hmkeras.RNN(MultiplicativeLSTMCell(4, **_wn_kwargs(scope)))
@@ -560,7 +562,7 @@ def test_mixed_bfloat16_runs():
         )
         layer = hmkeras.RNN(cell, return_sequences=True)
         out = layer(_inputs(), training=True)
-        assert out.dtype == "bfloat16"
+        assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
         assert cell.kernel.dtype == "float32"
         assert np.isfinite(_np(out)).all()
     finally:

@@ -147,7 +147,7 @@ def test_one_operation_per_token_is_the_consuming_cell():
     explicit = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce",
                                       operations_per_token=1, seed=3)
     np.testing.assert_array_equal(
-        keras.layers.RNN(explicit, return_sequences=True)(x), default)
+        to_numpy(keras.layers.RNN(explicit, return_sequences=True)(x)), to_numpy(default))
 
 
 @REFUSED_ON_JAX

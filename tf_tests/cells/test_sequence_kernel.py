@@ -33,7 +33,7 @@ def test_product_and_gradients_equal_numpy(mode):
     def fn(x, matrix):
         def loss(x, matrix):
             y = sequence_kernel.product(x, sequence_kernel.sequence_kernel(matrix))
-            return ops.sum(y * DY), y
+            return ops.sum(y * ops.convert_to_tensor(DY)), y
 
         y, grads = traced_gradients(loss, x, matrix)
         return (y, *grads)
@@ -53,7 +53,7 @@ def test_input_gradient_reads_the_transposed_kernel():
     def loss(x, matrix):
         kernel = sequence_kernel.SequenceKernel(matrix, twice_transposed)
         y = sequence_kernel.product(x, kernel)
-        return ops.sum(y * DY), ()
+        return ops.sum(y * ops.convert_to_tensor(DY)), ()
 
     _, (dx, dm) = traced_gradients(loss, X, M)
     np.testing.assert_allclose(ops.convert_to_numpy(dx), 2.0 * DY @ M.T, **EXACT)

@@ -93,6 +93,8 @@ def test_hard_sigmoid_and_its_derivative():
         )
 
 
+@pytest.mark.skipif(backend_support.BACKEND == "torch",
+                    reason="PyTorch runs eagerly: there is no trace to reuse")
 def test_slope_is_an_argument_not_a_captured_variable():
     # A variable slope passed in (as the cells do) works compiled (XLA), and
     # a new value is used without retracing.  On TensorFlow the compiled
