@@ -41,7 +41,9 @@ def central_difference(loss, values, name, flat_index, eps):
         shifted = dict(values)
         results = []
         for sign in (1.0, -1.0):
-            array = np.array(values[name], dtype=np.float64, copy=True)
+            # C order: `reshape(-1)` of a column-major copy (PyTorch's
+            # transposed kernels read as NumPy) would be a copy of its own.
+            array = np.array(values[name], dtype=np.float64, order="C", copy=True)
             array.reshape(-1)[flat_index] += sign * step
             shifted[name] = array
             results.append(float(loss(shifted)))
