@@ -61,21 +61,33 @@ def reference_placement(z, logits, weight=1.0, mask=None):
     return weight * total
 
 
+def reference_rise_term(z, signal, steps):
+    """Eq. (2)'s term of z^1 over the deciding `steps` `(b, t)`: the rise
+    of `signal[b, t]` over `signal[b, t - 1]` beyond half its mean absolute
+    change, step by step."""
+    d = 0.5 * np.mean([abs(signal[b, t] - signal[b, t - 1]) for b, t in steps])
+    total = 0.0
+    for b, t in steps:
+        rise = signal[b, t] - signal[b, t - 1] - d
+        total += abs(z[b, t, 0] - float(rise > 0)) * abs(rise) / len(steps)
+    return total
+
+
+def reference_upper_layers(z, logits, mask=None):
+    """Eq. (1) of the layers above z^1 (layer 1's column still gives A^2)."""
+    if z.shape[-1] == 1:
+        return 0.0
+    return (reference_placement(z, logits, mask=mask)
+            - reference_placement(z[..., :1], logits, mask=mask))
+
+
 def reference_rise_placement(z, logits, weight=1.0):
     """Eq. (2): z^1 against the rise of the entropy beyond half its mean
     absolute change (every step but the first decides), the layers above as
     in Eq. (1)."""
-    entropy = reference_entropy(logits)
     steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1])]
-    d = 0.5 * np.mean([abs(entropy[b, t] - entropy[b, t - 1]) for b, t in steps])
-    total = 0.0
-    for b, t in steps:
-        rise = entropy[b, t] - entropy[b, t - 1] - d
-        total += abs(z[b, t, 0] - float(rise > 0)) * abs(rise) / len(steps)
-    if z.shape[-1] > 1:
-        # Eq. (1) of the upper layers (layer 1's column still gives A^2).
-        total += reference_placement(z, logits) - reference_placement(z[..., :1], logits)
-    return weight * total
+    return weight * (reference_rise_term(z, reference_entropy(logits), steps)
+                     + reference_upper_layers(z, logits))
 
 
 def reference_surprisal_signal(logits, tokens):
@@ -96,19 +108,11 @@ def reference_surprisal_signal(logits, tokens):
 def reference_surprisal_placement(z, logits, tokens, weight=1.0, mask=None):
     """Eq. (2) on v of Eq. (3): z^1 decides at steps 1 .. T-2 whose step
     and next step are unmasked; the layers above as in Eq. (1)."""
-    v = reference_surprisal_signal(logits, tokens)
     kept = np.ones(z.shape[:2]) if mask is None else mask
     steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1] - 1)
              if kept[b, t] and kept[b, t + 1]]
-    d = 0.5 * np.mean([abs(v[b, t] - v[b, t - 1]) for b, t in steps])
-    total = 0.0
-    for b, t in steps:
-        rise = v[b, t] - v[b, t - 1] - d
-        total += abs(z[b, t, 0] - float(rise > 0)) * abs(rise) / len(steps)
-    if z.shape[-1] > 1:
-        total += (reference_placement(z, logits, mask=mask)
-                  - reference_placement(z[..., :1], logits, mask=mask))
-    return weight * total
+    return weight * (reference_rise_term(z, reference_surprisal_signal(logits, tokens), steps)
+                     + reference_upper_layers(z, logits, mask))
 
 
 def random_case(seed, shape=(3, 11, 2), classes=6, soft=False):
