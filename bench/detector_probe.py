@@ -100,6 +100,7 @@ def fit_probe(x, y, l2):
 
 def main(_):
     from hmkeras.analysis import word_discovery
+    from hmkeras.analysis.word_discovery_report import batch_one_pass
     from hmkeras.analysis.word_discovery_report import stream_segmentation
     from hmkeras.analysis.word_discovery_report import surprisal_signal
     from hmkeras.analysis.word_discovery_report import utterance_values
@@ -113,7 +114,8 @@ def main(_):
         ids = vocab.encode(utterances.text)[:-1]  # the last symbol predicts nothing
         outputs, entropy, embedding = read_steps(lm, ids)
         if FLAGS.targets == "surprisal":  # Eq. 3 reads the symbol after each input
-            entropy = surprisal_signal(lm, vocab.encode(utterances.text), CHUNK)
+            text_ids = vocab.encode(utterances.text)
+            entropy = surprisal_signal(batch_one_pass(lm, text_ids, CHUNK)[1], text_ids)
         unspaced = [line.replace(" ", "") for line in utterances.segmented]
         rises = word_discovery.entropy_segmentation(
             unspaced, utterance_values(utterances, entropy), rule="rise")

@@ -41,7 +41,8 @@ flags.DEFINE_string("valid_file", None, "The validation utterances (words separa
 flags.DEFINE_string("test_file", None, "The test utterances.")
 flags.mark_flags_as_required(["run_dir", "valid_file", "test_file"])
 
-#: The candidate signals, from `H_t`, `S_t` and `H_{t+1}` (`signal_terms`).
+#: The candidate signals, from `H_t`, `S_t` and `H_{t+1}`
+#: (`hmkeras.analysis.word_discovery_report.signal_terms`).
 SIGNALS = {
     "H_t (the entropy: form='rise')": lambda h, s, h_next: h,
     "S_t": lambda h, s, h_next: s,
@@ -52,22 +53,12 @@ SIGNALS = {
 }
 
 
-def signal_terms(log_probs, ids):
-    """`(H_t, S_t, H_{t+1})` for every input `t` of `ids[:-1]`, from the
-    per-step `log_probs` of the predictions after each of `ids`."""
-    from hmkeras.analysis.word_discovery_report import entropies_of
-
-    ids = np.asarray(ids)
-    entropy = entropies_of(log_probs)
-    surprisal = -log_probs[np.arange(len(ids) - 1), ids[1:]]
-    return entropy[:-1], surprisal, entropy[1:]
-
-
 def score_signals(lm, vocab, utterances):
     """`{signal: (boundary F1, token F1)}` of the rise rule on each signal
     of `SIGNALS` over `utterances`."""
     from hmkeras.analysis import word_discovery
     from hmkeras.analysis.word_discovery_report import batch_one_pass
+    from hmkeras.analysis.word_discovery_report import signal_terms
     from hmkeras.analysis.word_discovery_report import utterance_values
 
     ids = vocab.encode(utterances.text)

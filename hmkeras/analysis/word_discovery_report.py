@@ -39,7 +39,6 @@ import numpy as np
 import tensorflow as tf
 
 from hmkeras.analysis import word_discovery
-from hmkeras.cells.boundary_placement import predictive_entropy
 
 #: The segmenters of `word_discovery_results`, in the order of the summary.
 SEGMENTERS = ("z1", "z2", "entropy", "surprisal", "random", "transition_probability")
@@ -121,26 +120,31 @@ def predictive_entropies(lm, ids, chunk=1000):
     return entropies_of(batch_one_pass(lm, np.asarray(ids)[:-1], chunk)[1])
 
 
-def surprisal_signal(lm, ids, chunk=1000):
-    """`v_t = H_t + (S_t - H_{t+1}) / 2` in nats (`hmkeras.BoundaryPlacement`,
-    form `"surprisal"`, Eq. 3), with `S_t` the surprisal of the symbol
-    `ids[t + 1]` that follows, for every input `t` of `ids[:-1]`
-    (`batch_one_pass` of all of `ids`).
+def signal_terms(log_probs, ids):
+    """`(H_t, S_t, H_{t+1})` in nats for every input `t` of `ids[:-1]`,
+    from the `log_probs` of a pass over all of `ids` (`batch_one_pass`):
+    the entropy of the prediction of symbol `t + 1`, the surprisal of the
+    symbol `ids[t + 1]` that does come, and the entropy after it."""
+    ids = np.asarray(ids)
+    entropy = entropies_of(log_probs)  # H_0 .. H_{T-1}
+    surprisal = -log_probs[np.arange(len(ids) - 1), ids[1:]]  # S_0 .. S_{T-2}
+    return entropy[:-1], surprisal, entropy[1:]
+
+
+def surprisal_signal(log_probs, ids):
+    """`v_t = H_t + (S_t - H_{t+1}) / 2` (`hmkeras.BoundaryPlacement`, form
+    `"surprisal"`, Eq. 3) for every input `t` of `ids[:-1]`, from the
+    `log_probs` of a pass over all of `ids` (`signal_terms`).
 
     Examples:
 
         >>> import numpy as np
-        >>> from hmkeras.models.char_language_model import CharLanguageModel
-        >>> lm = CharLanguageModel(vocab_size=5, units=4, embedding_dim=2, output_units=4)
-        >>> ids = np.array([1, 2, 3, 1, 2])
-        >>> surprisal_signal(lm, ids).shape
-        (4,)
+        >>> log_probs = np.log(np.full((3, 2), 0.5))  # uniform: H = S = log 2, v = log 2
+        >>> np.round(surprisal_signal(log_probs, [0, 1, 0]), 4)
+        array([0.6931, 0.6931])
     """
-    ids = np.asarray(ids)
-    log_probs = batch_one_pass(lm, ids, chunk)[1]
-    entropy = entropies_of(log_probs)  # H_0 .. H_{T-1}
-    surprisal = -log_probs[np.arange(len(ids) - 1), ids[1:]]  # S_0 .. S_{T-2}
-    return entropy[:-1] + (surprisal - entropy[1:]) / 2
+    entropy, surprisal, following = signal_terms(log_probs, ids)
+    return entropy + (surprisal - following) / 2
 
 
 def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
@@ -172,10 +176,11 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
         for layer in range(min(2, boundaries.shape[1])):
             segmentations[f"z{layer + 1}"] = stream_segmentation(test, boundaries[:, layer])
     ids = vocab.encode(test.text)
-    segmentations["entropy"] = word_discovery.entropy_segmentation(
-        unspaced, utterance_values(test, predictive_entropies(lm, ids)), rule="rise")
-    segmentations["surprisal"] = word_discovery.entropy_segmentation(
-        unspaced, utterance_values(test, surprisal_signal(lm, ids)), rule="rise")
+    log_probs = batch_one_pass(lm, ids)[1]  # H_t of the last symbol is not read
+    for name, signal in (("entropy", entropies_of(log_probs)[:-1]),
+                         ("surprisal", surprisal_signal(log_probs, ids))):
+        segmentations[name] = word_discovery.entropy_segmentation(
+            unspaced, utterance_values(test, signal), rule="rise")
     gold_rate = word_discovery.boundary_rate(test.segmented)
     segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
     segmentations["transition_probability"] = (

@@ -65,6 +65,21 @@ def test_chunked_entropies_equal_one_pass(tiny_lm):
     assert whole.shape == (len(ids) - 1,)
     np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
     assert np.all(whole > 0) and np.all(whole <= np.log(len(vocab)) + 1e-6)
+    # A pass over every symbol gives the same entropies (the last is extra).
+    log_probs = report.batch_one_pass(lm, ids, chunk=7)[1]
+    np.testing.assert_allclose(report.entropies_of(log_probs)[:-1], chunked, rtol=1e-12)
+
+
+def test_signal_terms_by_hand():
+    # Three steps over two symbols: p = (1/2, 1/2), (1, 0) up to rounding, (1/4, 3/4).
+    p = np.array([[0.5, 0.5], [1.0 - 1e-12, 1e-12], [0.25, 0.75]])
+    h, s, h_next = report.signal_terms(np.log(p), [0, 1, 0])
+    entropy = -(p * np.log(p)).sum(-1)
+    np.testing.assert_allclose(h, entropy[:2])
+    np.testing.assert_allclose(h_next, entropy[1:])
+    np.testing.assert_allclose(s, [np.log(2.0), -np.log(1.0 - 1e-12)])  # ids[1] = 1, ids[2] = 0
+    np.testing.assert_allclose(report.surprisal_signal(np.log(p), [0, 1, 0]),
+                               h + (s - h_next) / 2)
 
 
 def test_surprisal_signal_is_eq_3_of_the_placement(tiny_lm):
@@ -78,7 +93,8 @@ def test_surprisal_signal_is_eq_3_of_the_placement(tiny_lm):
     entropy = -(np.exp(log_p) * log_p).sum(-1)
     surprisal = -log_p[np.arange(len(ids) - 1), ids[1:]]
     expected = entropy[:-1] + (surprisal - entropy[1:]) / 2
-    np.testing.assert_allclose(report.surprisal_signal(lm, ids, chunk=7), expected,
+    log_probs = report.batch_one_pass(lm, ids, chunk=7)[1]
+    np.testing.assert_allclose(report.surprisal_signal(log_probs, ids), expected,
                                rtol=1e-4, atol=1e-5)
 
 
