@@ -37,8 +37,10 @@ Examples:
 
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from hmkeras.analysis import word_discovery
+from hmkeras.cells import boundary_placement
 
 #: The segmenters of `word_discovery_results`, in the order of the summary.
 SEGMENTERS = ("z1", "z2", "entropy", "surprisal", "random", "transition_probability")
@@ -110,8 +112,10 @@ def batch_one_pass(lm, ids, chunk=1000):
 
 
 def entropies_of(log_probs):
-    """`H_t = -sum_k p_k log p_k` (nats) of each row of `log_probs`."""
-    return -np.sum(np.exp(log_probs) * log_probs, axis=-1)
+    """`H_t = -sum_k p_k log p_k` (nats, float64) of each row of
+    `log_probs` (`hmkeras.cells.boundary_placement.predictive_entropy`)."""
+    return ops.convert_to_numpy(
+        boundary_placement.predictive_entropy(np.asarray(log_probs), "float64"))
 
 
 def predictive_entropies(lm, ids, chunk=1000):
@@ -134,7 +138,8 @@ def signal_terms(log_probs, ids):
 def surprisal_signal(log_probs, ids):
     """`v_t = H_t + (S_t - H_{t+1}) / 2` (`hmkeras.BoundaryPlacement`, form
     `"surprisal"`, Eq. 3) for every input `t` of `ids[:-1]`, from the
-    `log_probs` of a pass over all of `ids` (`signal_terms`).
+    `log_probs` of a pass over all of `ids`: the placement's own
+    `rise_signal` on a batch of one, in float64.
 
     Examples:
 
@@ -143,8 +148,10 @@ def surprisal_signal(log_probs, ids):
         >>> np.round(surprisal_signal(log_probs, [0, 1, 0]), 4)
         array([0.6931, 0.6931])
     """
-    entropy, surprisal, following = signal_terms(log_probs, ids)
-    return entropy + (surprisal - following) / 2
+    log_probs = np.asarray(log_probs, np.float64)[None]  # normalized: its own logits
+    entropy = boundary_placement.predictive_entropy(log_probs, "float64")[..., None]
+    signal = boundary_placement.rise_signal(entropy, log_probs, np.asarray(ids)[None])
+    return ops.convert_to_numpy(signal)[0, :, 0]
 
 
 def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):

@@ -75,11 +75,12 @@ def test_signal_terms_by_hand():
     p = np.array([[0.5, 0.5], [1.0 - 1e-12, 1e-12], [0.25, 0.75]])
     h, s, h_next = report.signal_terms(np.log(p), [0, 1, 0])
     entropy = -(p * np.log(p)).sum(-1)
-    np.testing.assert_allclose(h, entropy[:2])
-    np.testing.assert_allclose(h_next, entropy[1:])
+    # The entropies renormalize `log p` (as the placement's do): exact to 1e-15 nats.
+    np.testing.assert_allclose(h, entropy[:2], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(h_next, entropy[1:], rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(s, [np.log(2.0), -np.log(1.0 - 1e-12)])  # ids[1] = 1, ids[2] = 0
     np.testing.assert_allclose(report.surprisal_signal(np.log(p), [0, 1, 0]),
-                               h + (s - h_next) / 2)
+                               h + (s - h_next) / 2, rtol=1e-12, atol=1e-15)
 
 
 def test_surprisal_signal_is_eq_3_of_the_placement(tiny_lm):
