@@ -7,7 +7,7 @@ from hmkeras import argument_checks
 from hmkeras.cells import layer_weights
 from hmkeras.cells.hierarchical_cell import HierarchicalCell
 from hmkeras.cells.layer_products import ProductGates
-from hmkeras.cells.layer_products import layer_normalize
+from hmkeras.cells.layer_normalization import layer_normalize
 from hmkeras.cells.masked_lstm_update import masked_lstm_update
 
 

@@ -51,10 +51,12 @@ from typing import Optional
 from keras import ops
 
 from hmkeras.cells import sparse_update
+from hmkeras.cells.custom_gradients import tensor_value
+from hmkeras.cells.layer_normalization import LAYER_NORM_EPSILON
+from hmkeras.cells.layer_normalization import normalize_centred
 from hmkeras.cells.sequence_kernel import product as kernel_product
 from hmkeras.cells.sequence_kernel import sequence_kernel
 
-LAYER_NORM_EPSILON = 1e-5
 PRODUCT_NAMES = ("bottom_up", "recurrent", "top_down")  # W, U, V: Chung Eq. 7, 5, 6
 # The weights of each product in a layer's weight dict: (kernel, normalization).
 _WEIGHT_NAMES = {
@@ -124,42 +126,6 @@ class ProductGates:
         return [getattr(self, name) for name in names]
 
 
-def inverse_deviation(variance, epsilon=LAYER_NORM_EPSILON):
-    """`1 / sqrt(variance + eps)`, and 0 (with no gradient) where `variance == 0`.
-
-    A row of zero variance is constant (all zeros once centred): its
-    normalized value is 0 either way, so the forward pass is unchanged.
-    The 0 changes the gradient there, which would be `gain / sqrt(eps)`
-    (about 316 x): `eps` guards the division, it should not set a gain.
-    Such rows are hidden states that are exactly zero: the zero initial
-    state, and a layer updated from all-zero inputs (with zero biases,
-    tanh(0) = 0 keeps it zero).  Through the bottom-up, recurrent and
-    top-down normalizations these rows chain that gain from link to link;
-    in `"sample"` mode, whose boundaries fire on them (hard_sigm(0) = 0.5),
-    the gradient of the first steps from the zero state grows by 1e2 to 1e4
-    per step, past float32's range within a 100-step window.
-    """
-    return ops.where(variance > 0.0, ops.rsqrt(variance + epsilon), ops.zeros_like(variance))
-
-
-def layer_normalize(x, gain_and_bias, options):
-    """Layer normalization of `x` over its last axis (Ba et al. Eq. 20-22).
-
-    `(x - mean) / sqrt(var + eps) * gain + bias`, with `inverse_deviation`
-    (no gradient through a constant row); statistics in
-    `options.statistics_dtype`, the result in `options.compute_dtype`.
-    """
-    gain, bias = gain_and_bias
-    dtype = options.statistics_dtype
-    x = ops.cast(x, dtype)
-    # The mean and variance as `tf.nn.moments` computes them (the variance
-    # about the mean held constant), on every backend.
-    mean = ops.mean(x, axis=-1, keepdims=True)
-    variance = ops.mean(ops.square(x - ops.stop_gradient(mean)), axis=-1, keepdims=True)
-    y = (x - mean) * inverse_deviation(variance) * ops.cast(gain, dtype) + ops.cast(bias, dtype)
-    return ops.cast(y, options.compute_dtype)
-
-
 class LayerProducts:
     """One layer's kernels and normalization constants for one sequence.
 
@@ -214,7 +180,7 @@ class LayerProducts:
         compute = options.compute_dtype
         kernels, gains, betas, centred_kernels = [], [], [], {}
         for name in names:
-            gain, beta = (ops.convert_to_tensor(v) for v in weights[_WEIGHT_NAMES[name][1]])
+            gain, beta = (tensor_value(v) for v in weights[_WEIGHT_NAMES[name][1]])
             kernel = _read(weights, name, options.statistics_dtype)
             centred = kernel - ops.mean(kernel, axis=1, keepdims=True)
             centred_kernels[name] = centred
@@ -320,13 +286,9 @@ class LayerProducts:
 
     def _normalized(self, x, factor, k):
         """`factor * (LN(x M) - beta)` of product `k`, from `M_c` and `gain`."""
-        statistics = self.options.statistics_dtype
         y = kernel_product(x, self.kernels[k])  # centred: its mean over the columns is 0
-        variance = ops.mean(ops.square(ops.cast(y, statistics)), axis=-1, keepdims=True)
-        scale = inverse_deviation(variance)
-        if factor is not None:
-            scale = scale * ops.cast(factor, statistics)
-        return y * ops.cast(scale, self.options.compute_dtype) * self.gains[k]
+        return normalize_centred(y, self.gains[k], factor, self.options.statistics_dtype,
+                                 LAYER_NORM_EPSILON)
 
 
 def _input_of(inputs, name):

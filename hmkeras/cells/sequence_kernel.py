@@ -33,6 +33,9 @@ import collections
 import keras
 from keras import ops
 
+from hmkeras.cells.custom_gradients import tensor_value
+from hmkeras.cells.custom_gradients import upstream_gradient
+
 SequenceKernel = collections.namedtuple("SequenceKernel", ["kernel", "transposed"])
 SequenceKernel.__doc__ = """A kernel `(rows, columns)` and its transpose.
 
@@ -44,11 +47,7 @@ statistics, is made once per sequence by `sparse_update.boundary_term`.)
 
 def sequence_kernel(kernel):
     """A `SequenceKernel` of `kernel` (a tensor or a variable)."""
-    if hasattr(kernel, "assign"):
-        # A variable: its value, since a custom gradient takes tensors
-        # (`ops.convert_to_tensor` would keep a variable on TensorFlow).
-        kernel = ops.copy(kernel)
-    kernel = ops.convert_to_tensor(kernel)
+    kernel = tensor_value(kernel)
     return SequenceKernel(kernel, ops.transpose(kernel))
 
 
@@ -70,8 +69,7 @@ def product(x, kernel):
         transposed_matrix = transposed[0] if transposed else kernel.transposed
 
         def gradient(*args, upstream=None):
-            if upstream is None:  # TensorFlow and JAX pass it positionally
-                (upstream,) = args
+            upstream = upstream_gradient(args, upstream)
             grads = (ops.matmul(upstream, transposed_matrix), _transposed_product(x, upstream))
             return grads + (None,) * len(transposed)  # `M^T` has no gradient of its own
 

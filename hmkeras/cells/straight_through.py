@@ -39,6 +39,7 @@ import keras
 from keras import ops
 
 from hmkeras import argument_checks
+from hmkeras.cells.custom_gradients import upstream_gradient
 
 __all__ = [
     "GRADIENTS",
@@ -82,15 +83,6 @@ def _straight_through_grads(upstream, x, slope, gradient):
     return grad_x, ops.cast(ops.reshape(grad_slope, ops.shape(slope)), slope.dtype)
 
 
-def _upstream(args, upstream):
-    """The gradient of the output, however the backend hands it to the
-    gradient function (TensorFlow and JAX: positionally; PyTorch: as the
-    keyword `upstream`)."""
-    if upstream is None:
-        (upstream,) = args
-    return upstream
-
-
 def _estimators(gradient):
     """The step and Bernoulli estimators whose backward pass is `gradient`'s."""
 
@@ -100,7 +92,7 @@ def _estimators(gradient):
         z = ops.cast(x > 0.0, x.dtype)
 
         def grad(*args, upstream=None):
-            return _straight_through_grads(_upstream(args, upstream), x, slope, gradient)
+            return _straight_through_grads(upstream_gradient(args, upstream), x, slope, gradient)
 
         return z, grad
 
@@ -118,7 +110,7 @@ def _estimators(gradient):
 
         def grad(*args, upstream=None):
             grad_x, grad_slope = _straight_through_grads(
-                _upstream(args, upstream), x, slope, gradient)
+                upstream_gradient(args, upstream), x, slope, gradient)
             return grad_x, grad_slope, ops.zeros_like(uniform_noise)
 
         return z, grad

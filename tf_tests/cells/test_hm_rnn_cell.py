@@ -89,7 +89,7 @@ def test_gradients_match_finite_differences(mode, z_bias, gradient, boundary_inp
     # from the first steps: a layer that COPYs its zero initial state holds
     # an all-zero row whose straight-through derivative (through the copy
     # mask) is not zero, and the cell passes no gradient through the layer
-    # normalization of a constant row (`layer_products.inverse_deviation`)
+    # normalization of a constant row (`layer_normalization.inverse_deviation`)
     # where the reference's derivative has its 1 / sqrt(eps) Jacobian.
     cell = make_cell(hmkeras.HMRNNCell, boundary_mode=mode, seed=seed, z_bias=z_bias,
                      boundary_gradient=gradient, boundary_input=boundary_input)

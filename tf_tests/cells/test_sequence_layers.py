@@ -58,12 +58,14 @@ CASES = {
 def _assert_close(got, want):
     """Equal to float64 rounding (`TOLERANCE`); where "float64" is float32
     (JAX without x64), to float32 rounding, relative to the array's scale
-    (a gradient summed over steps cancels large terms)."""
+    (a gradient summed over steps cancels large terms: the layer-normalized
+    HMRNN's gradient of a six-element weight differs by 1.3e-4 of its scale
+    between the two loops on some CPUs, from the order of the sums alone)."""
     if backend_support.HAS_FLOAT64:
         np.testing.assert_allclose(got, want, **TOLERANCE)
     else:
         scale = float(np.max(np.abs(want), initial=1.0))
-        np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-4 * scale)
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=3e-4 * scale)
 
 
 def _busy_boundaries(cell):
