@@ -105,28 +105,17 @@ def normalize_centred(y, gain, factor, statistics_dtype, epsilon=LAYER_NORM_EPSI
             return grad_y, grad_gain
         return grad_y, grad_gain, ops.cast(q * inverse, factor.dtype)  # Eq. (3)
 
-    if factor is None:
-        @ops.custom_gradient
-        def ungated(y, gain):
-            out, saved = forward(y, gain, None)
-
-            def gradient(*args, upstream=None):
-                return backward(upstream_gradient(args, upstream), y, gain, None, saved)
-
-            return out, gradient
-
-        return ungated(y, gain)
-
     @ops.custom_gradient
-    def gated(y, gain, factor):
-        out, saved = forward(y, gain, factor)
+    def normalized(y, gain, *factor):  # `factor`: the gate, where there is one
+        gate = factor[0] if factor else None
+        out, saved = forward(y, gain, gate)
 
         def gradient(*args, upstream=None):
-            return backward(upstream_gradient(args, upstream), y, gain, factor, saved)
+            return backward(upstream_gradient(args, upstream), y, gain, gate, saved)
 
         return out, gradient
 
-    return gated(y, gain, factor)
+    return normalized(y, gain) if factor is None else normalized(y, gain, factor)
 
 
 def layer_normalize(x, gain_and_bias, options):
