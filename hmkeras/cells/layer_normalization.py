@@ -13,10 +13,9 @@ with `a` the product's per-row gate `(batch, 1)` (Chung et al. Eq. 5-7),
 `mean(y ** 2) == 0` (`inverse_deviation`); `layer_normalize` centres its
 input and adds the bias.  A three-layer HM-LSTM normalizes ten times
 per step, and the automatic gradient of Eq. (1), op by op with its
-broadcasts, has about three times the operations of its closed form (the
-step's backward graph under TensorFlow: 1,175 operations, 895 with the
-closed form).  `normalize_centred` computes Eq. (1) and its gradient in
-closed form, with
+broadcasts, has several times the operations of its closed form (the
+figures: `docs/results/speed.md`).  `normalize_centred` computes Eq. (1)
+and its gradient in closed form, with
 `q = sum_c(G * gain * y)` per row for the output gradient `G`,
 `r = 1 / sqrt(mean(y ** 2) + eps)` and `C` columns:
 
