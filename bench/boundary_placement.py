@@ -111,7 +111,7 @@ def train_and_place(seed):
     start = count + 1 + (-(count + 1)) % WORD_LENGTH
     held_out = text[start:start + 2_000]
     inputs = np.array([symbols.index(c) for c in held_out])[None]
-    out, held_logits = keras.Model(tokens, [outputs, logits])(inputs[:, :-1])
+    out, held_logits = keras.Model(tokens, [outputs, logits]).predict_on_batch(inputs[:, :-1])
     log_probs = keras.ops.convert_to_numpy(keras.ops.log_softmax(held_logits, axis=-1))[0]
     bits = -np.mean(log_probs[np.arange(len(held_out) - 1), inputs[0, 1:]]) / np.log(2)
     z = np.asarray(layer.split_outputs(out)[1])[0]

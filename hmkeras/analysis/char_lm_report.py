@@ -168,7 +168,8 @@ def plot_excerpt(lm, vocab, excerpt, path, name):
         name: The model's name in the title (e.g. the cell).
     """
     ids = vocab.encode(excerpt)[None]
-    _, rnn_outputs, *_ = lm.network([ids, *lm.zero_state(1)], training=False)
+    # Keras' compiled predict function: an eager call runs the recurrence op by op.
+    _, rnn_outputs, *_ = lm.network.predict_on_batch([ids, *lm.zero_state(1)])
     hiddens = [np.asarray(h)[0] for h in lm.hiddens(rnn_outputs)]
     excerpt = as_text(excerpt)
     if lm.is_hierarchical:
@@ -271,6 +272,7 @@ _WORD_DISCOVERY_ROWS = (
     ("z2", "z^2 (this model)"),
     ("entropy", "entropy rises (this model)"),
     ("surprisal", "surprisal rises (this model)"),
+    ("bidirectional", "both directions' rises"),
     ("lstm", "LSTM entropy rises"),
     ("lstm_surprisal", "LSTM surprisal rises"),
     ("transition_probability", "transition probability"),

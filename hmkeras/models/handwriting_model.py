@@ -190,11 +190,16 @@ class HandwritingModel(CharLanguageModel):
         Returns:
             `(params (T, 6M+1), rnn_outputs (T, output_size))` as NumPy.
         """
-        sequence = np.asarray(sequence, np.float32)[None]
-        params, rnn_outputs, *_ = self.network(
-            [sequence, *self.zero_state(1)], training=False)
-        return (keras.ops.convert_to_numpy(params)[0],
-                keras.ops.convert_to_numpy(rnn_outputs)[0])
+        sequence = np.asarray(sequence, np.float32)
+        params, rnn_outputs = self._forward(_padded_in_time(sequence[None]))[:2]
+        return params[0, :len(sequence)], rnn_outputs[0, :len(sequence)]
+
+    def _forward(self, inputs):
+        """The network's outputs (NumPy) for `(batch, T, 3)` `inputs` from
+        the zero state, through Keras' compiled predict function
+        (`tf.function` on TensorFlow, `jax.jit` on JAX); an eager call
+        would run the recurrence op by op."""
+        return self.network.predict_on_batch([inputs, *self.zero_state(len(inputs))])
 
     def sequence_log_likelihoods(self, sequences, batch_size=16):
         """Log-likelihood (nats) of every sequence (Chung et al. Table 3).
@@ -214,13 +219,29 @@ class HandwritingModel(CharLanguageModel):
         out = []
         for start in range(0, len(sequences), batch_size):
             chunk = sequences[start : start + batch_size]
-            inputs, targets, weights = pad_sequences(chunk)
-            params = self.network([inputs, *self.zero_state(len(chunk))],
-                                  training=False)[0]
+            inputs, targets, weights = pad_sequences(
+                chunk, _padded_length(max(len(s) for s in chunk) - 1))
+            params = self._forward(inputs)[0]
             nll = keras.ops.convert_to_numpy(
                 mixture_negative_log_likelihood(params, targets))
             out.extend(-(nll.astype(np.float64) * weights).sum(axis=1))
         return np.asarray(out, np.float64)
+
+
+# Compiled passes pad their sequences to a multiple of this many steps,
+# so that sequences of many lengths share a few compiled shapes (the
+# recurrence is causal: the padding after a step changes nothing before it).
+_LENGTH_QUANTUM = 64
+
+
+def _padded_length(length):
+    return -(-length // _LENGTH_QUANTUM) * _LENGTH_QUANTUM
+
+
+def _padded_in_time(inputs):
+    """`(batch, T, 3)` inputs zero-padded to `_padded_length(T)` steps."""
+    extra = _padded_length(inputs.shape[1]) - inputs.shape[1]
+    return np.pad(inputs, [(0, 0), (0, extra), (0, 0)])
 
 
 def pad_sequences(sequences, length=None):

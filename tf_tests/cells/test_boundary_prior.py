@@ -248,8 +248,9 @@ def test_pulls_the_rate_toward_its_target_in_fit(form):
     assert before < 0.5 and after > before + 0.1
     before, after = rate_after_fit(10.0, bias=1.0)  # target rate 0.1
     assert before > 0.5 and after < before - 0.1
-    before, after = rate_after_fit(1.1, bias=-0.5, weight=0.0)
-    assert after == before
+    if form == "rate":  # the weight's control, once (CI's 30 minutes)
+        before, after = rate_after_fit(1.1, bias=-0.5, weight=0.0)
+        assert after == before
 
 
 @pytest.mark.slow

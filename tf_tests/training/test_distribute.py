@@ -128,8 +128,9 @@ for cell in ("hmlstm", "mlstm"):
     out["default"][cell] = train_lm(default, cell)
 for cell in ("hmlstm", "hmrnn", "mlstm"):
     out["mirrored"][cell] = train_lm(mirrored, cell)
-for policy in ("mixed_float16", "mixed_bfloat16"):
-    out["mixed"][policy] = train_lm(mirrored, "hmlstm", policy, epochs=1)
+# Loss scaling over replicas (bfloat16 on one device:
+# test_keras_integration.py's test_mixed_bfloat16_runs).
+out["mixed"]["mixed_float16"] = train_lm(mirrored, "hmlstm", "mixed_float16", epochs=1)
 for name, factory in (
         ("HMLSTM", lambda: hmkeras.cells.HMLSTM(8, num_layers=2, return_sequences=True)),
         ("HMRNN", lambda: hmkeras.cells.HMRNN(8, num_layers=2, return_sequences=True)),
@@ -269,15 +270,11 @@ def test_every_cell_trains_under_mirrored_strategy(report, cell):
     assert result["dtypes"] == ["float32"]
 
 
-@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_under_mirrored_strategy(report, policy):
-    result = report["mixed"][policy]
+def test_mixed_precision_under_mirrored_strategy(report):
+    result = report["mixed"]["mixed_float16"]
     assert result["dtypes"] == ["float32"]  # variables stay float32
     assert all(np.isfinite(row["batch_bpc"]) for row in result["rows"])
     assert all(0 < row["batch_bpc"] < 8 for row in result["rows"])
-    if policy == "mixed_bfloat16":
-        # No loss scaling, no skipped step: every weight moved.
-        assert all(result["changed"])
 
 
 def test_carried_state_without_row_ids_is_refused_over_replicas(report):
