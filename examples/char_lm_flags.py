@@ -76,9 +76,9 @@ UNSEGMENTED_UPPER_SEGMENT_LENGTH = 15
 # so that flags are checked before TensorFlow loads.
 CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 # hmkeras.cells.boundary_placement.FORMS and "none".
-PLACEMENTS = ("entropy", "rise", "surprisal", "none")
+PLACEMENTS = ("entropy", "rise", "surprisal", "bidirectional", "none")
 # hmkeras.cells.boundary_placement.RISE_FORMS: they set the rate of z^1.
-RISE_PLACEMENTS = ("rise", "surprisal")
+RISE_PLACEMENTS = ("rise", "surprisal", "bidirectional")
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
 BOUNDARY_GRADIENTS = ("hard_sigmoid", "sigmoid")
@@ -164,7 +164,9 @@ flags.DEFINE_enum("boundary_placement", "entropy", list(PLACEMENTS),
                   "extension): entropy (where the next character is uncertain), rise "
                   "(z^1 where that uncertainty rises: text whose words nothing marks), "
                   "surprisal (z^1 where a signal that also reads the next character's "
-                  "surprisal rises: the same text) or none. Needs a boundary prior; "
+                  "surprisal rises: the same text), bidirectional (that rise read "
+                  "forwards and backwards, a backward LSTM LM trained beside the "
+                  "model for the targets) or none. Needs a boundary prior; "
                   "--boundary_prior=none drops it too.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
@@ -279,8 +281,9 @@ def _unsegmented_boundary_defaults(settings, flag_values):
     updated state (--boundary_input=updated) and pass the logistic
     sigmoid's straight-through gradient (--boundary_gradient=sigmoid; not
     with --boundary_mode=soft), z^1 goes where a signal of the uncertainty
-    and the next symbol's surprisal rises (--boundary_placement=surprisal),
-    and a rise placement (surprisal, or rise: the entropy's) sets z^1's
+    and the next symbol's surprisal rises, read forwards and by a backward
+    language model (--boundary_placement=bidirectional), and a rise
+    placement (bidirectional, surprisal, or rise: the entropy's) sets z^1's
     number of boundaries (--segment_lengths=none,15,...: the prior holds
     the layers above), unless those flags are given; the papers' model
     (--boundary_prior=none) keeps the papers' detectors."""
@@ -294,7 +297,7 @@ def _unsegmented_boundary_defaults(settings, flag_values):
     if settings["boundary_placement"] == "none":
         return  # the papers' model (no prior)
     if not flag_values["boundary_placement"].present:
-        settings["boundary_placement"] = "surprisal"
+        settings["boundary_placement"] = "bidirectional"
     if settings["boundary_placement"] in RISE_PLACEMENTS and not flag_values[
             "segment_lengths"].present:
         upper = UNSEGMENTED_UPPER_SEGMENT_LENGTH

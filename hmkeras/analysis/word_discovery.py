@@ -542,9 +542,7 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
     checked = [_checked_entropies(k, utterance, values)
                for k, (utterance, values) in enumerate(zip(utterances, entropies))]
     if rule == "rise":
-        changes = [np.abs(np.diff(e[:-1])) for e in checked]
-        steps = sum(change.size for change in changes)
-        typical = 0.5 * sum(change.sum() for change in changes) / max(steps, 1)
+        typical = _typical_change(checked)
     out = []
     for utterance, e in zip(utterances, checked):
         internal = e[:-1]
@@ -562,12 +560,82 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
     return out
 
 
-def _checked_entropies(k, utterance, values):
-    """`entropies[k]` as float64, checked against `utterances[k]`."""
+def _typical_change(values):
+    """Half the mean of |e_i - e_{i-1}| over the internal values of every
+    utterance: the threshold `d` of the rule `"rise"`."""
+    changes = [np.abs(np.diff(e[:-1])) for e in values]
+    steps = sum(change.size for change in changes)
+    return 0.5 * sum(change.sum() for change in changes) / max(steps, 1)
+
+
+def _rises(values):
+    """Per utterance of n characters, the rise beyond `d` of its internal
+    values after character i, i = 0 .. n-2 (0 at i = 0, which has no
+    earlier value)."""
+    typical = _typical_change(values)
+    out = []
+    for e in values:
+        rise = np.zeros(max(len(e) - 1, 0))
+        rise[1:] = e[1:-1] - e[:-2] - typical
+        out.append(rise)
+    return out
+
+
+def bidirectional_segmentation(utterances, forward, backward):
+    """Segmentation by a rise read in both directions (the rule
+    `hmkeras.BoundaryPlacement(form="bidirectional")` trains `z^1` towards,
+    its Eq. 4).
+
+    `forward[k][i]` is a forward model's value after character i of
+    `utterances[k]` (as in `entropy_segmentation`); `backward[k][j]` a
+    backward model's after reading the utterance's last j + 1 characters,
+    last first (its value about the character before them). Each
+    direction's rise beyond its own `d` (the rule `"rise"`) is taken at
+    the cut it reads, the backward rise at reversed j at the cut after
+    character n-2-j, and a boundary goes after character i (0 <= i <=
+    n-2) where the two rises sum to more than 0 (a rise a direction does
+    not read counts 0: the forward one at i = 0, the backward one at i =
+    n-2).
+
+    Args:
+        utterances: Sequence of unsegmented utterances.
+        forward: As many 1-D arrays, `forward[k]` of length `len(utterances[k])`.
+        backward: Likewise, in each utterance's reversed order.
+
+    Returns:
+        A list of segmented utterances, one per utterance.
+
+    Examples:
+
+        >>> forward = [[0.0, 0.0, 0.0, 0.0, 0.0]]   # no forward rise
+        >>> backward = [[0.0, 0.0, 0.0, 2.0, 0.0]]  # reversed j = 3: the cut after 0
+        >>> bidirectional_segmentation(["abcde"], forward, backward)
+        ['a bcde']
+    """
+    utterances = _unsegmented_list(utterances, "utterances")
+    checked = []
+    for name, values in (("forward", forward), ("backward", backward)):
+        values = _utterance_list(values, name)
+        if len(values) != len(utterances):
+            raise ValueError(
+                f"`{name}` must hold one array per utterance: "
+                f"{len(utterances)}. Received {len(values)}.")
+        checked.append([_checked_entropies(k, utterance, v, name)
+                        for k, (utterance, v) in enumerate(zip(utterances, values))])
+    out = []
+    for utterance, ahead, behind in zip(utterances, *map(_rises, checked)):
+        boundaries = np.zeros(len(utterance), dtype=np.int8)
+        boundaries[:-1] = ahead + behind[::-1] > 0
+        out.append(segment_utterance(utterance, boundaries))
+    return out
+
+
+def _checked_entropies(k, utterance, values, name="entropies"):
+    """`name[k]` (`entropies[k]`) as float64, checked against `utterances[k]`."""
     e = np.asarray(values)
     if e.shape != (len(utterance),) or e.dtype.kind not in "biuf":
         raise ValueError(
-            f"`entropies[{k}]` must be a 1-D array of numbers with one "
+            f"`{name}[{k}]` must be a 1-D array of numbers with one "
             f"value per character of utterances[{k}] = {utterance!r}: "
             f"shape ({len(utterance)},). Received shape {e.shape}, "
             f"dtype {e.dtype}."
@@ -575,7 +643,7 @@ def _checked_entropies(k, utterance, values):
     e = e.astype(np.float64)
     if not np.all(np.isfinite(e)):
         raise ValueError(
-            f"`entropies[{k}]` must hold finite values. Received: "
+            f"`{name}[{k}]` must hold finite values. Received: "
             f"{e.tolist()!r}"
         )
     return e

@@ -21,6 +21,11 @@ with baselines computed on the same test lines:
   H_{t+1}) / 2` that `hmkeras.BoundaryPlacement(form="surprisal")` trains
   `z^1` towards (Eq. 3: `S_t` the surprisal of the symbol that follows);
   it reads one symbol ahead, which `z^1` cannot.
+* `"bidirectional"` (a model trained with `BoundaryPlacement(form=
+  "bidirectional")`): the rule of its Eq. (4), the surprisal signal's rise
+  read forwards on the model's predictions and backwards on its backward
+  language model's (`word_discovery.bidirectional_segmentation`), which
+  `z^1` is trained towards; it reads the whole utterance.
 * `"random"`: a boundary at each position with the test text's gold
   boundary rate (the usual chance baseline; it is told that rate).
 * `"transition_probability"`: Saffran et al. (1996), a boundary at each
@@ -35,6 +40,7 @@ Examples:
     ['ab c', 'd ef']
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
@@ -43,7 +49,10 @@ from hmkeras.analysis import word_discovery
 from hmkeras.cells import boundary_placement
 
 #: The segmenters of `word_discovery_results`, in the order of the summary.
-SEGMENTERS = ("z1", "z2", "entropy", "surprisal", "random", "transition_probability")
+SEGMENTERS = ("z1", "z2", "entropy", "surprisal", "bidirectional", "random",
+              "transition_probability")
+# The layer of `CharLanguageModel`'s backward language model (its logits).
+BACKWARD_LOGITS = "backward_logits"
 
 
 def _utterance_slices(utterances):
@@ -154,6 +163,34 @@ def surprisal_signal(log_probs, ids):
     return ops.convert_to_numpy(signal)[0, :, 0]
 
 
+def backward_signal(lm, ids):
+    """The backward language model's surprisal signal (Eq. 3 on its
+    predictions) over the stream `ids` read last symbol first, one value
+    per symbol of `ids` in that reversed order (the last, about the symbol
+    before the stream, 0), or None for a model without one.
+
+    The backward model reads the whole stream in one compiled pass (Keras'
+    predict function) from its zero state.
+    """
+    names = [layer.name for layer in lm.network.layers]
+    if BACKWARD_LOGITS not in names:
+        return None
+    backward = keras.Model(lm.network.inputs[0],
+                           lm.network.get_layer(BACKWARD_LOGITS).output)
+    ids = np.asarray(ids, np.int32)
+    logits = backward.predict_on_batch(ids[None])[0]
+    log_probs = ops.convert_to_numpy(ops.log_softmax(ops.cast(logits, "float64"), axis=-1))
+    return np.append(surprisal_signal(log_probs, ids[::-1]), 0.0)
+
+
+def _reversed_utterance_values(utterances, reversed_values):
+    """A per-symbol stream of values over the reversed stream cut into one
+    array per utterance, each in the utterance's reversed order."""
+    total = len(reversed_values)
+    return [reversed_values[total - start - length: total - start]
+            for start, length in _utterance_slices(utterances)]
+
+
 def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
     """Every segmenter's words on the test utterances, scored.
 
@@ -188,6 +225,11 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
                          ("surprisal", surprisal_signal(log_probs, ids))):
         segmentations[name] = word_discovery.entropy_segmentation(
             unspaced, utterance_values(test, signal), rule="rise")
+    backward = backward_signal(lm, ids)
+    if backward is not None:
+        segmentations["bidirectional"] = word_discovery.bidirectional_segmentation(
+            unspaced, utterance_values(test, surprisal_signal(log_probs, ids)),
+            _reversed_utterance_values(test, backward))
     gold_rate = word_discovery.boundary_rate(test.segmented)
     segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
     segmentations["transition_probability"] = (

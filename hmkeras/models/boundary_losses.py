@@ -12,6 +12,7 @@ as Keras' `compute_loss` does.
 import keras
 
 from hmkeras import argument_checks
+from hmkeras.cells.boundary_placement import backward_cross_entropy
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -34,6 +35,10 @@ class BoundaryLosses(keras.layers.Layer):
             for the placement.
         tokens: The `(batch, time)` input tokens, for the mask and the
             placement's surprisal (`BoundaryPlacement(form="surprisal")`).
+        backward_logits: For `BoundaryPlacement(form="bidirectional")`,
+            the predictions of the backward language model (in its reading
+            order); while training, the layer adds that model's own loss
+            (`backward_cross_entropy`) too.
         training: The losses are added only while training.
 
     Returns:
@@ -64,7 +69,8 @@ class BoundaryLosses(keras.layers.Layer):
         self.placement = placement
         self.pad_id = pad_id
 
-    def call(self, rnn_outputs, logits=None, tokens=None, training=False):
+    def call(self, rnn_outputs, logits=None, tokens=None, backward_logits=None,
+             training=False):
         if training:
             start, stop = self.columns
             boundaries = rnn_outputs[..., start:stop]
@@ -74,10 +80,14 @@ class BoundaryLosses(keras.layers.Layer):
             if self.prior is not None:
                 self.add_loss(self.prior(boundaries, mask=mask))
             if self.placement is not None:
-                self.add_loss(self.placement(boundaries, logits, mask=mask, tokens=tokens))
+                self.add_loss(self.placement(boundaries, logits, mask=mask, tokens=tokens,
+                                             backward_logits=backward_logits))
+            if backward_logits is not None:
+                self.add_loss(backward_cross_entropy(backward_logits, tokens))
         return rnn_outputs if logits is None else logits
 
-    def compute_output_shape(self, rnn_outputs_shape, logits_shape=None, tokens_shape=None):
+    def compute_output_shape(self, rnn_outputs_shape, logits_shape=None, tokens_shape=None,
+                             backward_logits_shape=None):
         return rnn_outputs_shape if logits_shape is None else logits_shape
 
     def get_config(self):

@@ -167,7 +167,11 @@ class CharLanguageModelConfig(JsonConfig):
             character is uncertain), `"rise"` or `"surprisal"` (text whose
             words nothing marks: `z^1` where that uncertainty rises, or
             where a signal that also reads the next symbol's surprisal
-            rises) or None (the prior alone). Added to
+            rises), `"bidirectional"` (that rise read forwards and
+            backwards: the network gets a backward LSTM language model of
+            `units` units, `backward_lstm`, trained beside the hierarchy on
+            the same windows; it serves the training targets only) or None
+            (the prior alone). Added to
             the training loss beside the prior only: with
             `boundary_prior=None` the model is the papers' whatever this
             says. A JSON configuration without the field (`from_json`)
@@ -378,14 +382,30 @@ class CharLanguageModel:
         )(hidden)
         if self.boundary_prior is not None:
             width = sum(self.layer_sizes)
+            backward_logits = None
+            if c.boundary_placement == "bidirectional":
+                backward_logits = self._backward_language_model(tokens)
             logits = BoundaryLosses(
                 (width, width + c.num_layers - 1), self.boundary_prior,
                 self.boundary_placement, name="boundary_losses",
-            )(rnn_outputs, logits=logits, tokens=tokens)
+            )(rnn_outputs, logits=logits, tokens=tokens, backward_logits=backward_logits)
         return keras.Model(
             [tokens, *states], [logits, rnn_outputs, *new_states],
             name=f"char_lm_{c.cell}",
         )
+
+    def _backward_language_model(self, tokens):
+        """The logits of a language model reading each window reversed
+        (`BoundaryPlacement(form="bidirectional")`, Eq. 4), in its reading
+        order: an embedding, one LSTM layer of `units` units and a softmax
+        layer of their own. Nothing else reads it, and its loss trains
+        only its own weights (the placement's targets are constants)."""
+        c = self.config
+        x = keras.layers.Embedding(c.vocab_size, c.embedding_dim,
+                                   name="backward_embedding")(tokens)
+        x = keras.layers.LSTM(c.units, return_sequences=True, go_backwards=True,
+                              name="backward_lstm")(x)
+        return keras.layers.Dense(c.vocab_size, name="backward_logits")(x)
 
     # ------------------------------------------------------------------
     @property

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hmkeras.analysis.boundary_metrics import boundary_scores
 from hmkeras.analysis.boundary_metrics import token_scores
 from hmkeras.analysis.word_discovery import WordDiscoveryScores
+from hmkeras.analysis.word_discovery import bidirectional_segmentation
 from hmkeras.analysis.word_discovery import boundary_rate
 from hmkeras.analysis.word_discovery import entropy_segmentation
 from hmkeras.analysis.word_discovery import random_segmentation
@@ -440,6 +441,44 @@ def test_entropy_segmentation_rise():
     assert entropy_segmentation(["abcde"], [np.arange(5.0)], rule="rise") == [
         "ab c d e"]
     assert entropy_segmentation(["ab"], [[0.0, 1.0]], rule="rise") == ["ab"]
+
+
+def test_bidirectional_segmentation_by_hand():
+    # forward changes -1, 0, 2, -3 -> d = 0.75, rises after i = 1..4:
+    # -1.75, -0.75, 1.25, -3.75. backward (reversed order) values 0, 0, 4,
+    # 0, 1, (unused): changes 0, 4, -4, 1 -> d' = 1.125, rises at reversed
+    # j = 1..4: -1.125, 2.875, -5.125, -0.125, i.e. after forward
+    # i = 3, 2, 1, 0. Sums: i=0 -0.125 (forward none), i=1 -1.75 - 5.125,
+    # i=2 -0.75 + 2.875 = 2.125 > 0, i=3 1.25 - 1.125 = 0.125 > 0, i=4
+    # -3.75 (backward none).
+    forward = [2.0, 1.0, 1.0, 3.0, 0.0, 9.0]
+    backward = [0.0, 0.0, 4.0, 0.0, 1.0, 7.0]
+    assert bidirectional_segmentation(["abcdef"], [forward], [backward]) == ["abc d ef"]
+    # Each direction alone.
+    assert bidirectional_segmentation(["abcdef"], [forward], [np.zeros(6)]) == ["abcd ef"]
+    assert bidirectional_segmentation(["abcdef"], [np.zeros(6)], [backward]) == ["abc def"]
+
+
+def test_bidirectional_segmentation_without_a_backward_rise_is_the_rise_rule():
+    rng = np.random.default_rng(3)
+    utterances = ["abcdefg", "hij", "klmnopqr", "s"]
+    forward = [rng.normal(size=len(u)) for u in utterances]
+    flat = [np.ones(len(u)) for u in utterances]
+    assert bidirectional_segmentation(utterances, forward, flat) == entropy_segmentation(
+        utterances, forward, rule="rise")
+    # ... and the backward rule alone is the rise rule on the reversed text.
+    mirrored = entropy_segmentation([u[::-1] for u in utterances], forward, rule="rise")
+    assert bidirectional_segmentation(utterances, flat, forward) == [
+        " ".join(word[::-1] for word in line.split()[::-1]) for line in mirrored]
+
+
+def test_bidirectional_segmentation_names_the_bad_argument():
+    with pytest.raises(ValueError, match="`backward` must hold one array per utterance"):
+        bidirectional_segmentation(["ab", "cd"], [[0.0, 1.0], [0.0, 1.0]], [[0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"`backward\[0\]` must be a 1-D array"):
+        bidirectional_segmentation(["abc"], [[0.0, 1.0, 2.0]], [[0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"`forward\[0\]` must hold finite values"):
+        bidirectional_segmentation(["ab"], [[0.0, np.nan]], [[0.0, 1.0]])
 
 
 def test_entropy_segmentation_recovers_oracle_peaks():

@@ -53,7 +53,8 @@ def tiny_lm():
     utterances = Utterances.from_text(GOLD * 3)
     vocab = CharVocabulary.from_text(utterances.text)
     lm = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=8, num_layers=3,
-                           embedding_dim=4, output_units=8, seed=0)
+                           embedding_dim=4, output_units=8, seed=0,
+                           boundary_placement="bidirectional", segment_lengths=[None, 15])
     return lm, vocab, utterances
 
 
@@ -97,6 +98,55 @@ def test_surprisal_signal_is_eq_3_of_the_placement(tiny_lm):
     log_probs = report.batch_one_pass(lm, ids, chunk=7)[1]
     np.testing.assert_allclose(report.surprisal_signal(log_probs, ids), expected,
                                rtol=1e-4, atol=1e-5)
+
+
+def test_backward_signal_is_eq_3_on_the_reversed_stream(tiny_lm):
+    # The backward model's logits over the stream, read last symbol first,
+    # and Eq. 3 on them in NumPy; the "bidirectional" segmenter is the rule
+    # of word_discovery on those values cut into reversed utterances.
+    lm, vocab, utterances = tiny_lm
+    test = Utterances.from_text(GOLD)
+    ids = np.asarray(vocab.encode(test.text))
+    backward = lm.network.get_layer(report.BACKWARD_LOGITS)
+    embedded = lm.network.get_layer("backward_embedding")(ids[None, ::-1])
+    logits = backward(_forward_lstm(lm)(embedded))
+    logits = backend_support.to_numpy(logits)[0].astype("float64")
+    log_p = logits - logits.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    entropy = -(np.exp(log_p) * log_p).sum(-1)
+    reversed_ids = ids[::-1]
+    surprisal = -log_p[np.arange(len(ids) - 1), reversed_ids[1:]]
+    expected = np.append(entropy[:-1] + (surprisal - entropy[1:]) / 2, 0.0)
+    signal = report.backward_signal(lm, ids)
+    np.testing.assert_allclose(signal, expected, rtol=1e-4, atol=1e-5)
+    # Utterance "hi" (stream symbols 17 and 18 of 24) reversed: the values
+    # after reading "i" (reversed symbol 5) and then "h" (6).
+    assert len(ids) == 24 and vocab.decode(ids[17:19]) == "hi"
+    pieces = report._reversed_utterance_values(test, signal)
+    np.testing.assert_array_equal(pieces[2], signal[5:7])
+    results, segmentations = report.word_discovery_results(
+        lm, vocab, {"train": utterances, "test": test})
+    log_probs = report.batch_one_pass(lm, ids)[1]
+    unspaced = [g.replace(" ", "") for g in test.segmented]
+    assert segmentations["bidirectional"] == word_discovery.bidirectional_segmentation(
+        unspaced, report.utterance_values(test, report.surprisal_signal(log_probs, ids)),
+        pieces)
+    # A model without a backward language model has no such segmenter.
+    plain = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=8, num_layers=3,
+                              embedding_dim=4, output_units=8, seed=0)
+    assert report.backward_signal(plain, ids) is None
+
+
+def _forward_lstm(lm):
+    """A forward LSTM with the backward model's weights: it reads what it
+    is given first to last."""
+    import keras
+
+    source = lm.network.get_layer("backward_lstm")
+    lstm = keras.layers.LSTM(source.units, return_sequences=True)
+    lstm.build((None, None, source.input.shape[-1]))
+    lstm.set_weights(source.get_weights())
+    return lstm
 
 
 def test_every_segmenter_is_scored_on_the_same_lines(tiny_lm):

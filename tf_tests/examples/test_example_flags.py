@@ -46,7 +46,7 @@ CASES = [
     ("examples/ptb_char.py", ["--boundary_prior=none", "--segment_lengths=5,15"],
      ["--segment_lengths needs a boundary prior"]),
     ("examples/ptb_char.py", ["--boundary_placement=peak"],
-     ["--boundary_placement=peak", "<entropy|rise|surprisal|none>"]),
+     ["--boundary_placement=peak", "<entropy|rise|surprisal|bidirectional|none>"]),
     ("examples/ptb_char.py", ["--boundary_prior=none", "--boundary_placement=entropy"],
      ["--boundary_placement needs a boundary prior"]),
     ("examples/ptb_char.py", ["--cell=lstm", "--boundary_placement=entropy"],

@@ -53,8 +53,8 @@ def test_unsegmented_text_file_end_to_end(tmp_path, capsys):
     assert w["examples"][0] == {"gold": gold[0], "found": found[0]}
     from hmkeras.analysis.word_discovery import score_segmentation
     assert w["z1"]["boundary"] == score_segmentation(gold, found).as_dict()["boundary"]
-    for name in ("z1", "z2", "entropy", "surprisal", "random", "transition_probability",
-                 "lstm", "lstm_surprisal"):
+    for name in ("z1", "z2", "entropy", "surprisal", "bidirectional", "random",
+                 "transition_probability", "lstm", "lstm_surprisal"):
         assert 0.0 <= w[name]["boundary"]["f1"] <= 1.0 and "lexicon" in w[name]
     # The same-size LSTM is a run of its own, resumable, with its own words.
     lstm = json.load(open(os.path.join(out, "lstm_baseline", "results.json")))
@@ -69,6 +69,7 @@ def test_unsegmented_text_file_end_to_end(tmp_path, capsys):
     assert "word discovery, 40 test utterances (gold boundary rate" in printed
     assert "z^1 (this model)" in printed and "transition probability" in printed
     assert "surprisal rises (this model)" in printed and "LSTM surprisal rises" in printed
+    assert "both directions' rises" in printed
     assert f"  {found[0]}  ({gold[0]})" in printed
 
 
@@ -111,10 +112,12 @@ def test_unsegmented_flags():
     assert s["unsegmented"] is True and s["lstm_baseline"] is True
     assert _settings("--dataset=brent_text", "--nounsegmented")["unsegmented"] is False
     assert _settings("--dataset=brent_text", "--cell=lstm")["lstm_baseline"] is False
-    # Unsegmented text: z^1 placed by the surprisal signal's rise, its rate left to it.
-    assert (s["boundary_placement"], s["segment_lengths"]) == ("surprisal", ["none", "15"])
+    # Unsegmented text: z^1 placed by the surprisal signal's rise read both
+    # ways, its rate left to it.
+    assert (s["boundary_placement"], s["segment_lengths"]) == ("bidirectional", ["none", "15"])
     config = ptb_char.char_lm_flags.model_config(s, 50)
-    assert (config.boundary_placement, config.segment_lengths) == ("surprisal", [None, 15.0])
+    assert (config.boundary_placement, config.segment_lengths) == (
+        "bidirectional", [None, 15.0])
     # The detectors read the updated state and pass the logistic sigmoid's
     # straight-through gradient, unless asked otherwise.
     assert config.cell_options["boundary_input"] == "updated"
@@ -132,7 +135,9 @@ def test_unsegmented_flags():
     four = _settings("--dataset=brent_phonemes", "--num_layers=4")
     assert four["segment_lengths"] == ["none", "15", "45"]
     given = _settings("--dataset=brent_phonemes", "--segment_lengths=3,9")
-    assert (given["boundary_placement"], given["segment_lengths"]) == ("surprisal", ["3", "9"])
+    assert (given["boundary_placement"], given["segment_lengths"]) == ("bidirectional", ["3", "9"])
+    given = _settings("--dataset=brent_phonemes", "--boundary_placement=surprisal")
+    assert (given["boundary_placement"], given["segment_lengths"]) == ("surprisal", ["none", "15"])
     given = _settings("--dataset=brent_phonemes", "--boundary_placement=rise")
     assert (given["boundary_placement"], given["segment_lengths"]) == ("rise", ["none", "15"])
     given = _settings("--dataset=brent_phonemes", "--boundary_placement=entropy")

@@ -240,6 +240,46 @@ def test_network_adds_the_prior_and_the_placement_while_training(sequence_layer)
     assert papers.network.losses == []
 
 
+def test_bidirectional_placement_trains_a_backward_model_of_its_own():
+    # The network's losses in training: the prior, Eq. (4) on the backward
+    # LSTM's predictions of the reversed window, and that model's own cross
+    # entropy; the backward model's weights get gradient from its loss
+    # only, and the hierarchy none from it.
+    from hmkeras.cells.boundary_placement import backward_cross_entropy
+
+    lm = CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
+                           output_units=8, seed=1, boundary_placement="bidirectional",
+                           segment_lengths=[None, 15])
+    tokens = np.random.default_rng(5).integers(0, 7, size=(4, 12)).astype("int32")
+    backward = keras.Model(lm.network.inputs[0],
+                           lm.network.get_layer("backward_logits").output)
+    backward_logits = backward(tokens)
+    reversed_lstm = keras.Sequential([lm.network.get_layer("backward_embedding"),
+                                      lm.network.get_layer("backward_lstm")])
+    reread = keras.layers.LSTM(8, return_sequences=True)
+    reread.build((4, 12, 4))
+    reread.set_weights(lm.network.get_layer("backward_lstm").get_weights())
+    np.testing.assert_allclose(  # it reads the window last symbol first
+        np.asarray(reversed_lstm(tokens)),
+        np.asarray(reread(lm.network.get_layer("backward_embedding")(tokens[:, ::-1]))),
+        atol=1e-6)
+    with tf.GradientTape(persistent=True) as tape:
+        logits, rnn_outputs, *_ = lm.network([tokens, *lm.zero_state(4)], training=True)
+        prior, placement, own = lm.network.losses
+    assert float(prior) == pytest.approx(float(lm.boundary_prior(rnn_outputs)), rel=1e-6)
+    assert float(placement) == pytest.approx(float(lm.boundary_placement(
+        lm.boundaries(rnn_outputs), logits, tokens=tokens,
+        backward_logits=backward_logits)), rel=1e-6)
+    assert float(own) == pytest.approx(
+        float(backward_cross_entropy(backward_logits, tokens)), rel=1e-6)
+    backward_weights = [w for w in lm.network.trainable_weights if "backward" in w.path]
+    others = [w for w in lm.network.trainable_weights if "backward" not in w.path]
+    assert len(backward_weights) == 6
+    assert all(g is not None for g in tape.gradient(own, backward_weights))
+    assert all(g is None for g in tape.gradient(own, others))
+    assert all(g is None for g in tape.gradient(placement, backward_weights))
+
+
 def test_fit_on_the_network_is_the_training_of_the_main_job():
     # Keras' own compile and fit on the network's predictions (from the
     # zero state) take the step the trainer takes: the same weights after.
