@@ -267,7 +267,9 @@ class BoundaryPlacement:
             z^{L-1}` of a hierarchical cell (`cell.split_outputs(y)[1]`).
         logits: The `(batch, time, classes)` logits of the model's
             prediction of the next step.
-        mask: Optional `(batch, time)` mask; masked steps decide nothing.
+        mask: Optional `(batch, time)` mask; masked steps decide nothing
+            (not with the form `"bidirectional"`, whose backward model
+            reads every step).
         tokens: The `(batch, time)` input symbols of the window, for the
             forms `"surprisal"` and `"bidirectional"` (the symbol after
             step `t` is the input of step `t + 1`); ignored by the others.
@@ -310,6 +312,10 @@ class BoundaryPlacement:
         if self.form in RISE_FORMS:  # sum of |H_t - H_{t-1}| (|v_t - v_{t-1}|) over A^1
             sums.append(ops.sum(active[..., 0] * ops.abs(change[..., 0])))
         if self.form == "bidirectional":  # the steps of r' and the sum of |v'_j - v'_{j-1}|
+            if mask is not None:
+                raise ValueError(
+                    "BoundaryPlacement(form='bidirectional') takes no `mask`: its backward "
+                    "model reads every step of the window. Received a mask.")
             backward, reached = backward_rise(backward_logits, tokens, dtype)
             sums += [ops.sum(reached), ops.sum(ops.abs(backward))]
         (steps, total, *spread), replicas = whole_batch_sums(sums)

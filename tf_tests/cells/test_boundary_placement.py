@@ -559,6 +559,9 @@ def test_bidirectional_form_needs_the_backward_predictions():
         BoundaryPlacement(form="bidirectional")(z, logits, tokens=tokens)
     with pytest.raises(ValueError, match="needs `tokens`"):
         BoundaryPlacement(form="bidirectional")(z, logits, backward_logits=logits)
+    with pytest.raises(ValueError, match="takes no `mask`"):
+        BoundaryPlacement(form="bidirectional")(z, logits, mask=np.ones((1, 5)), tokens=tokens,
+                                                backward_logits=logits)
 
 
 def test_backward_cross_entropy_is_the_reversed_next_symbol_loss():
