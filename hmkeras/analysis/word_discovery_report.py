@@ -221,14 +221,14 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
             segmentations[f"z{layer + 1}"] = stream_segmentation(test, boundaries[:, layer])
     ids = vocab.encode(test.text)
     log_probs = batch_one_pass(lm, ids)[1]  # H_t of the last symbol is not read
-    for name, signal in (("entropy", entropies_of(log_probs)[:-1]),
-                         ("surprisal", surprisal_signal(log_probs, ids))):
+    forward = surprisal_signal(log_probs, ids)
+    for name, signal in (("entropy", entropies_of(log_probs)[:-1]), ("surprisal", forward)):
         segmentations[name] = word_discovery.entropy_segmentation(
             unspaced, utterance_values(test, signal), rule="rise")
     backward = backward_signal(lm, ids)
     if backward is not None:
         segmentations["bidirectional"] = word_discovery.bidirectional_segmentation(
-            unspaced, utterance_values(test, surprisal_signal(log_probs, ids)),
+            unspaced, utterance_values(test, forward),
             _reversed_utterance_values(test, backward))
     gold_rate = word_discovery.boundary_rate(test.segmented)
     segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
