@@ -331,6 +331,17 @@ class BoundaryPlacement:
         misplaced = _distance(z, target) * ops.abs(margin) * active  # Eq. (1)
         return self.weight * replicas * ops.sum(ops.sum(misplaced, axis=(0, 1)) / steps)
 
+    def training_losses(self, boundaries, logits, mask=None, tokens=None,
+                        backward_logits=None):
+        """The losses a model adds while training: this placement and, with
+        `backward_logits`, the backward model's own cross entropy
+        (`backward_cross_entropy`), which trains it on its own task."""
+        losses = [self(boundaries, logits, mask=mask, tokens=tokens,
+                       backward_logits=backward_logits)]
+        if backward_logits is not None:
+            losses.append(backward_cross_entropy(backward_logits, tokens))
+        return losses
+
     def _rise(self, entropy, logits, tokens, active):
         """`(change, active)` of the rise forms: the signal's change
         `H_t - H_{t-1}` (Eq. 2) or `v_t - v_{t-1}` (Eq. 3, 4) per step, 0
@@ -413,10 +424,10 @@ class BoundaryPlacementLoss(keras.layers.Layer):
         outputs, logits, *extra = inputs
         extra = [*extra, None, None]
         if training:
-            self.add_loss(self.placement(outputs[..., -self.boundary_layers:], logits,
-                                         tokens=extra[0], backward_logits=extra[1]))
-            if extra[1] is not None:  # the backward model learns its own task
-                self.add_loss(backward_cross_entropy(extra[1], extra[0]))
+            for loss in self.placement.training_losses(
+                    outputs[..., -self.boundary_layers:], logits, tokens=extra[0],
+                    backward_logits=extra[1]):
+                self.add_loss(loss)
         return logits
 
     def compute_output_shape(self, input_shape):

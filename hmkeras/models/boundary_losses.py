@@ -12,7 +12,6 @@ as Keras' `compute_loss` does.
 import keras
 
 from hmkeras import argument_checks
-from hmkeras.cells.boundary_placement import backward_cross_entropy
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -38,7 +37,7 @@ class BoundaryLosses(keras.layers.Layer):
         backward_logits: For `BoundaryPlacement(form="bidirectional")`,
             the predictions of the backward language model (in its reading
             order); while training, the layer adds that model's own loss
-            (`backward_cross_entropy`) too.
+            too (`BoundaryPlacement.training_losses`).
         training: The losses are added only while training.
 
     Returns:
@@ -80,10 +79,10 @@ class BoundaryLosses(keras.layers.Layer):
             if self.prior is not None:
                 self.add_loss(self.prior(boundaries, mask=mask))
             if self.placement is not None:
-                self.add_loss(self.placement(boundaries, logits, mask=mask, tokens=tokens,
-                                             backward_logits=backward_logits))
-            if backward_logits is not None:
-                self.add_loss(backward_cross_entropy(backward_logits, tokens))
+                for loss in self.placement.training_losses(
+                        boundaries, logits, mask=mask, tokens=tokens,
+                        backward_logits=backward_logits):
+                    self.add_loss(loss)
         return rnn_outputs if logits is None else logits
 
     def compute_output_shape(self, rnn_outputs_shape, logits_shape=None, tokens_shape=None,
