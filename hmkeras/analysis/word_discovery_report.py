@@ -40,7 +40,6 @@ Examples:
     ['ab c', 'd ef']
 """
 
-import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
@@ -51,8 +50,6 @@ from hmkeras.cells import boundary_placement
 #: The segmenters of `word_discovery_results`, in the order of the summary.
 SEGMENTERS = ("z1", "z2", "entropy", "surprisal", "bidirectional", "random",
               "transition_probability")
-# The layer of `CharLanguageModel`'s backward language model (its logits).
-BACKWARD_LOGITS = "backward_logits"
 
 
 def _utterance_slices(utterances):
@@ -172,13 +169,10 @@ def backward_signal(lm, ids):
     The backward model reads the whole stream in one compiled pass (Keras'
     predict function) from its zero state.
     """
-    names = [layer.name for layer in lm.network.layers]
-    if BACKWARD_LOGITS not in names:
+    if lm.backward_language_model is None:
         return None
-    backward = keras.Model(lm.network.inputs[0],
-                           lm.network.get_layer(BACKWARD_LOGITS).output)
     ids = np.asarray(ids, np.int32)
-    logits = backward.predict_on_batch(ids[None])[0]
+    logits = lm.backward_language_model.predict_on_batch(ids[None])[0]
     log_probs = ops.convert_to_numpy(ops.log_softmax(ops.cast(logits, "float64"), axis=-1))
     return np.append(surprisal_signal(log_probs, ids[::-1]), 0.0)
 

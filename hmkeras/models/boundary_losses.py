@@ -24,6 +24,11 @@ class BoundaryLosses(keras.layers.Layer):
             output's columns `start:stop` (last axis).
         prior: The `BoundaryPrior`, or None.
         placement: The `BoundaryPlacement`, or None; it needs the `logits`.
+        backward_model: For `BoundaryPlacement(form="bidirectional")`, a
+            model of the `tokens` giving the predictions of a language
+            model that reads them reversed (in its reading order), or None.
+            The layer runs it in training passes only (where no
+            `backward_logits` are given) and adds its own loss.
         pad_id: The padding token, or None: with `tokens`, the steps whose
             token is `pad_id` are masked out of both losses.
         **kwargs: Keras layer arguments (`name`, ...).
@@ -34,10 +39,11 @@ class BoundaryLosses(keras.layers.Layer):
             for the placement.
         tokens: The `(batch, time)` input tokens, for the mask and the
             placement's surprisal (`BoundaryPlacement(form="surprisal")`).
-        backward_logits: For `BoundaryPlacement(form="bidirectional")`,
-            the predictions of the backward language model (in its reading
-            order); while training, the layer adds that model's own loss
-            too (`BoundaryPlacement.training_losses`).
+        backward_logits: For `BoundaryPlacement(form="bidirectional")`
+            without a `backward_model`, the predictions of the backward
+            language model (in its reading order); while training, the
+            layer adds that model's own loss too
+            (`BoundaryPlacement.training_losses`).
         training: The losses are added only while training.
 
     Returns:
@@ -56,17 +62,21 @@ class BoundaryLosses(keras.layers.Layer):
         1
     """
 
-    def __init__(self, columns, prior=None, placement=None, pad_id=None, **kwargs):
+    def __init__(self, columns, prior=None, placement=None, pad_id=None,
+                 backward_model=None, **kwargs):
         super().__init__(**kwargs)
         if isinstance(prior, dict):  # from `get_config`
             prior = keras.saving.deserialize_keras_object(prior)
         if isinstance(placement, dict):
             placement = keras.saving.deserialize_keras_object(placement)
+        if isinstance(backward_model, dict):
+            backward_model = keras.saving.deserialize_keras_object(backward_model)
         self.columns = tuple(argument_checks.check_int(f"columns[{i}]", c, minimum=0)
                              for i, c in enumerate(columns))
         self.prior = prior
         self.placement = placement
         self.pad_id = pad_id
+        self.backward_model = backward_model
 
     def call(self, rnn_outputs, logits=None, tokens=None, backward_logits=None,
              training=False):
@@ -79,6 +89,8 @@ class BoundaryLosses(keras.layers.Layer):
             if self.prior is not None:
                 self.add_loss(self.prior(boundaries, mask=mask))
             if self.placement is not None:
+                if backward_logits is None and self.backward_model is not None:
+                    backward_logits = self.backward_model(tokens, training=True)
                 for loss in self.placement.training_losses(
                         boundaries, logits, mask=mask, tokens=tokens,
                         backward_logits=backward_logits):
@@ -94,4 +106,5 @@ class BoundaryLosses(keras.layers.Layer):
                 "columns": list(self.columns),
                 "prior": keras.saving.serialize_keras_object(self.prior),
                 "placement": keras.saving.serialize_keras_object(self.placement),
-                "pad_id": self.pad_id}
+                "pad_id": self.pad_id,
+                "backward_model": keras.saving.serialize_keras_object(self.backward_model)}

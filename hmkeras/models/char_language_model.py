@@ -168,9 +168,10 @@ class CharLanguageModelConfig(JsonConfig):
             words nothing marks: `z^1` where that uncertainty rises, or
             where a signal that also reads the next symbol's surprisal
             rises), `"bidirectional"` (that rise read forwards and
-            backwards: the network gets a backward LSTM language model of
-            `units` units, `backward_lstm`, trained beside the hierarchy on
-            the same windows; it serves the training targets only) or None
+            backwards: the model gets a backward LSTM language model of
+            `units` units, `backward_language_model`, trained beside the
+            hierarchy on the same windows; it serves the training targets
+            only and runs only in training passes) or None
             (the prior alone). Added to
             the training loss beside the prior only: with
             `boundary_prior=None` the model is the papers' whatever this
@@ -286,6 +287,7 @@ class CharLanguageModel:
         config = resolve_config(CharLanguageModelConfig, config, kwargs)
         self.config = config
         self.hierarchical_cell = None
+        self.backward_language_model = None
         # The network's losses while training (an extension, on by default
         # for the hierarchical cells; None: the papers' model).
         self.boundary_prior = None
@@ -382,30 +384,34 @@ class CharLanguageModel:
         )(hidden)
         if self.boundary_prior is not None:
             width = sum(self.layer_sizes)
-            backward_logits = None
             if c.boundary_placement == "bidirectional":
-                backward_logits = self._backward_language_model(tokens)
+                self.backward_language_model = self._backward_language_model()
             logits = BoundaryLosses(
                 (width, width + c.num_layers - 1), self.boundary_prior,
-                self.boundary_placement, name="boundary_losses",
-            )(rnn_outputs, logits=logits, tokens=tokens, backward_logits=backward_logits)
+                self.boundary_placement, backward_model=self.backward_language_model,
+                name="boundary_losses",
+            )(rnn_outputs, logits=logits, tokens=tokens)
         return keras.Model(
             [tokens, *states], [logits, rnn_outputs, *new_states],
             name=f"char_lm_{c.cell}",
         )
 
-    def _backward_language_model(self, tokens):
-        """The logits of a language model reading each window reversed
-        (`BoundaryPlacement(form="bidirectional")`, Eq. 4), in its reading
-        order: an embedding, one LSTM layer of `units` units and a softmax
-        layer of their own. Nothing else reads it, and its loss trains
-        only its own weights (the placement's targets are constants)."""
+    def _backward_language_model(self):
+        """A language model reading each window reversed
+        (`BoundaryPlacement(form="bidirectional")`, Eq. 4): tokens in,
+        logits in its reading order out, from an embedding, one LSTM layer
+        of `units` units and a softmax layer of its own. `BoundaryLosses`
+        runs it in training passes only; nothing else reads it, and its
+        loss trains only its own weights (the placement's targets are
+        constants)."""
         c = self.config
-        x = keras.layers.Embedding(c.vocab_size, c.embedding_dim,
-                                   name="backward_embedding")(tokens)
-        x = keras.layers.LSTM(c.units, return_sequences=True, go_backwards=True,
-                              name="backward_lstm")(x)
-        return keras.layers.Dense(c.vocab_size, name="backward_logits")(x)
+        return keras.Sequential([
+            keras.Input((None,), dtype="int32", name="tokens"),
+            keras.layers.Embedding(c.vocab_size, c.embedding_dim, name="backward_embedding"),
+            keras.layers.LSTM(c.units, return_sequences=True, go_backwards=True,
+                              name="backward_lstm"),
+            keras.layers.Dense(c.vocab_size, name="backward_logits"),
+        ], name="backward_language_model")
 
     # ------------------------------------------------------------------
     @property

@@ -107,8 +107,8 @@ def test_backward_signal_is_eq_3_on_the_reversed_stream(tiny_lm):
     lm, vocab, utterances = tiny_lm
     test = Utterances.from_text(GOLD)
     ids = np.asarray(vocab.encode(test.text))
-    backward = lm.network.get_layer(report.BACKWARD_LOGITS)
-    embedded = lm.network.get_layer("backward_embedding")(ids[None, ::-1])
+    backward = lm.backward_language_model.get_layer("backward_logits")
+    embedded = lm.backward_language_model.get_layer("backward_embedding")(ids[None, ::-1])
     logits = backward(_forward_lstm(lm)(embedded))
     logits = backend_support.to_numpy(logits)[0].astype("float64")
     log_p = logits - logits.max(-1, keepdims=True)
@@ -142,7 +142,7 @@ def _forward_lstm(lm):
     is given first to last."""
     import keras
 
-    source = lm.network.get_layer("backward_lstm")
+    source = lm.backward_language_model.get_layer("backward_lstm")
     lstm = keras.layers.LSTM(source.units, return_sequences=True)
     lstm.build((None, None, source.input.shape[-1]))
     lstm.set_weights(source.get_weights())

@@ -251,17 +251,16 @@ def test_bidirectional_placement_trains_a_backward_model_of_its_own():
                            output_units=8, seed=1, boundary_placement="bidirectional",
                            segment_lengths=[None, 15])
     tokens = np.random.default_rng(5).integers(0, 7, size=(4, 12)).astype("int32")
-    backward = keras.Model(lm.network.inputs[0],
-                           lm.network.get_layer("backward_logits").output)
+    backward = lm.backward_language_model
     backward_logits = backward(tokens)
-    reversed_lstm = keras.Sequential([lm.network.get_layer("backward_embedding"),
-                                      lm.network.get_layer("backward_lstm")])
+    reversed_lstm = keras.Sequential([backward.get_layer("backward_embedding"),
+                                      backward.get_layer("backward_lstm")])
     reread = keras.layers.LSTM(8, return_sequences=True)
     reread.build((4, 12, 4))
-    reread.set_weights(lm.network.get_layer("backward_lstm").get_weights())
+    reread.set_weights(backward.get_layer("backward_lstm").get_weights())
     np.testing.assert_allclose(  # it reads the window last symbol first
         np.asarray(reversed_lstm(tokens)),
-        np.asarray(reread(lm.network.get_layer("backward_embedding")(tokens[:, ::-1]))),
+        np.asarray(reread(backward.get_layer("backward_embedding")(tokens[:, ::-1]))),
         atol=1e-6)
     with tf.GradientTape(persistent=True) as tape:
         logits, rnn_outputs, *_ = lm.network([tokens, *lm.zero_state(4)], training=True)
@@ -278,6 +277,25 @@ def test_bidirectional_placement_trains_a_backward_model_of_its_own():
     assert all(g is not None for g in tape.gradient(own, backward_weights))
     assert all(g is None for g in tape.gradient(own, others))
     assert all(g is None for g in tape.gradient(placement, backward_weights))
+
+
+def test_the_backward_model_runs_in_training_passes_only():
+    # Inference passes never read the backward model: with its weights
+    # NaN the predictions are those of before, finite; a training pass
+    # runs it (its loss is NaN then).
+    lm = CharLanguageModel(vocab_size=7, units=8, num_layers=3, embedding_dim=4,
+                           output_units=8, seed=1, boundary_placement="bidirectional")
+    tokens = np.random.default_rng(6).integers(0, 7, size=(2, 9)).astype("int32")
+    inputs = [tokens, *lm.zero_state(2)]
+    before = np.asarray(lm.network.predict_on_batch(inputs)[0])
+    assert not any("backward" in layer.name for layer in lm.network.layers)
+    backward = lm.backward_language_model
+    backward.set_weights([np.full(w.shape, np.nan, "float32") for w in backward.weights])
+    after = np.asarray(lm.network.predict_on_batch(inputs)[0])
+    np.testing.assert_array_equal(after, before)
+    assert np.isfinite(after).all()
+    lm.network(inputs, training=True)
+    assert np.isnan(float(lm.network.losses[-1]))
 
 
 def test_fit_on_the_network_is_the_training_of_the_main_job():
