@@ -54,6 +54,7 @@ from hmkeras import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import MEMORIES
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
 REWARDS = ("accuracy", "likelihood")
@@ -95,7 +96,7 @@ def _check_used(name, value, default, encoder, users):
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
-class ExpressionModel(keras.Model):
+class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
     """Expression encoder + two-digit decoder, with the RRNet policy losses.
 
     Training (`fit`) minimises the decoder's cross-entropy plus, for
@@ -264,6 +265,22 @@ class ExpressionModel(keras.Model):
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
         self.policy_tracker = keras.metrics.Mean(name="policy_loss")
+        self._build_weights()
+
+    def _build_weights(self):
+        """Creates every weight by reading one dummy expression, its random
+        draws undone (the seed states are put back): the model is built when
+        it is made, so `compile` builds the optimizer too and the train step
+        is traced once, and checkpoints and `load_weights` find the weights."""
+        seeds = [v for v in self.variables if "seed_generator_state" in v.path]
+        states = [keras.ops.convert_to_numpy(v) for v in seeds]
+        one = tf.ones((1, 1), tf.int32)
+        self.analyze({"tokens": one, "operations": one * RECUR})
+        for variable, state in zip(seeds, states):
+            variable.assign(state)
+        if self.baseline_name == "learned":  # it reads the mean embedding
+            self.baseline.build((None, self.embedding_dim))
+        self.built = True
 
     def _resolve_tree_samples(self, tree_samples):
         """`tree_samples` checked, None resolved (see the class docstring)."""
@@ -438,18 +455,13 @@ class ExpressionModel(keras.Model):
         return self.tree_samples if self.encoder_name == "rrnet_reinforce" else None
 
     def get_build_config(self):
-        """Whether the weights exist (a model that has read inputs): a
-        saved model is rebuilt by `build_from_config`, its weights do not
-        depend on the input's length."""
+        """The model is built when it is made (its weights do not depend
+        on the input's length)."""
         return {"built": True} if self.weights else None
 
     def build_from_config(self, config):
-        """Creates the weights by reading one dummy expression, so that a
-        loaded model (`keras.saving.load_model`) gets the saved ones."""
-        if config.get("built"):
-            one = tf.ones((1, 1), tf.int32)
-            self.analyze({"tokens": one, "operations": one * RECUR})
-            self.built = True
+        """Nothing to do: the model made its weights when it was made
+        (`_build_weights`), and a loaded model gets the saved ones."""
 
     def get_config(self):
         return {

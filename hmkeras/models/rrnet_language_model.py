@@ -66,6 +66,7 @@ from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
 from hmkeras.models.word_language_model import sentence_perplexity
+from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 __all__ = [
     "RecurrentRecursiveLanguageModel", "RecurrentRecursiveLanguageModelConfig",
@@ -151,7 +152,7 @@ class RecurrentRecursiveLanguageModelConfig(JsonConfig):
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
-class RecurrentRecursiveLanguageModel(keras.Model):
+class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
     """RRNet word LM trained by likelihood + REINFORCE (module docstring).
 
     Calling the model maps tokens `(batch, time)` to logits

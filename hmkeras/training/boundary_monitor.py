@@ -88,7 +88,7 @@ class BoundaryCollapseWarning(UserWarning):
         >>> x = np.zeros((4, 10), "int32")
         >>> model = keras.Sequential([
         ...     keras.Input((10,), dtype="int32"), keras.layers.Embedding(5, 4),
-        ...     keras.layers.RNN(hmkeras.HMLSTMCell(4, boundary_bias=-100.0),
+        ...     keras.layers.RNN(hmkeras.HMLSTMCell(4, num_layers=2, boundary_bias=-100.0),
         ...                      return_sequences=True),
         ...     keras.layers.Dense(5)])
         >>> model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))

@@ -11,6 +11,7 @@ before `compile` (its layers and weights exist) can build its optimizer in
 variables and every training result are the same.
 """
 
+import keras
 
 
 class BuildsOptimizerOnCompile:
@@ -43,3 +44,8 @@ class BuildsOptimizerOnCompile:
         optimizer = self.optimizer
         if self.built and optimizer is not None and not optimizer.built:
             optimizer.build(self.trainable_variables)
+
+    def compile_from_config(self, config):
+        """Compiles a loaded model as it was saved (`keras.saving.load_model`),
+        which Keras leaves undone for a model whose `compile` is its own."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
