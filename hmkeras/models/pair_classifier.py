@@ -34,13 +34,13 @@ Examples:
     ...           "left_operations": np.array([logic.sentence_operations(left)]),
     ...           "right_tokens": logic.encode_sentence(right)[None, :4],
     ...           "right_operations": np.array([logic.sentence_operations(right)])[:, :4]}
-    >>> model(inputs).shape
-    TensorShape([1, 7])
+    >>> tuple(model(inputs).shape)
+    (1, 7)
 """
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
@@ -53,9 +53,19 @@ INPUT_KEYS = ("left_tokens", "left_operations", "right_tokens", "right_operation
 
 
 def _pad_to(tensor, width, value):
-    """`(batch, T)` padded at the end to `(batch, width)`."""
-    return tf.pad(tensor, [[0, 0], [0, width - tf.shape(tensor)[1]]],
-                  constant_values=value)
+    """`(batch, T)` int32 padded at the end to `(batch, width)`."""
+    tensor = ops.cast(tensor, "int32")
+    return ops.pad(tensor, [[0, 0], [0, width - ops.shape(tensor)[1]]],
+                   constant_values=value)
+
+
+def _common_width(left, right):
+    """The longer of two `(batch, T)` widths (a Python int where both are
+    known when traced, as under JAX; a scalar tensor otherwise)."""
+    a, b = ops.shape(left)[1], ops.shape(right)[1]
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return ops.maximum(a, b)
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
@@ -116,7 +126,7 @@ class PairClassifier(keras.Model):
             # One fixed operation per token id; padding (0) recurs.
             table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)
             table[0] = RECUR
-            self.random_operations = tf.constant(table, tf.int32)
+            self.random_operations = table.astype("int32")
         self.comparison = keras.layers.Dense(
             hidden_units, activation="tanh", kernel_initializer=init, name="comparison")
         self.readout = keras.layers.Dense(NUM_RELATIONS, kernel_initializer=init,
@@ -124,13 +134,13 @@ class PairClassifier(keras.Model):
 
     def encode(self, tokens, operations, training=False):
         """Final encoder state `(batch, units)` of 0-padded sentences."""
-        tokens = tf.cast(tokens, tf.int32)
+        tokens = ops.cast(tokens, "int32")
         mask = tokens > 0
         embedded = self.embedding(tokens)
         if self.cell is None:
             return self.encoder(embedded, mask=mask, training=training)
         if self.encoder_name == "rrnet_random":
-            operations = tf.gather(self.random_operations, tokens)
+            operations = ops.take(self.random_operations, tokens)
         cell_inputs = self.cell.pack_inputs(embedded, operations)
         _, h, *_ = self.encoder(cell_inputs, mask=mask, training=training)
         return h
@@ -141,15 +151,14 @@ class PairClassifier(keras.Model):
             raise ValueError(f"`inputs` must be a dict with keys {list(INPUT_KEYS)}; "
                              f"missing {missing}.")
         left, right = inputs["left_tokens"], inputs["right_tokens"]
-        width = tf.maximum(tf.shape(left)[1], tf.shape(right)[1])
+        width = _common_width(left, right)
         # Both sentences in one batch through the shared encoder.
-        tokens = tf.concat([_pad_to(tf.cast(left, tf.int32), width, 0),
-                            _pad_to(tf.cast(right, tf.int32), width, 0)], 0)
-        operations = tf.concat(
-            [_pad_to(tf.cast(inputs["left_operations"], tf.int32), width, RECUR),
-             _pad_to(tf.cast(inputs["right_operations"], tf.int32), width, RECUR)], 0)
-        u, v = tf.split(self.encode(tokens, operations, training=training), 2, axis=0)
-        features = tf.concat([u, v, u - v, u * v], axis=-1)
+        tokens = ops.concatenate([_pad_to(left, width, 0), _pad_to(right, width, 0)], 0)
+        operations = ops.concatenate(
+            [_pad_to(inputs["left_operations"], width, RECUR),
+             _pad_to(inputs["right_operations"], width, RECUR)], 0)
+        u, v = ops.split(self.encode(tokens, operations, training=training), 2, axis=0)
+        features = ops.concatenate([u, v, u - v, u * v], axis=-1)
         return self.readout(self.comparison(features))
 
     def get_config(self):

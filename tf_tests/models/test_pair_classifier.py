@@ -9,6 +9,8 @@ from hmkeras.data import logic
 from hmkeras.models.pair_classifier import ENCODERS
 from hmkeras.models.pair_classifier import PairClassifier
 
+pytestmark = pytest.mark.every_backend
+
 
 def _side(sentences, width):
     tokens = np.zeros((len(sentences), width), np.int32)
