@@ -46,6 +46,7 @@ from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_random")
 NUM_RELATIONS = 7
@@ -69,7 +70,7 @@ def _common_width(left, right):
 
 
 @keras.saving.register_keras_serializable(package="hmkeras")
-class PairClassifier(keras.Model):
+class PairClassifier(BuildsOptimizerOnCompile, keras.Model):
     """Shared sentence encoder + `[u; v; u - v; u * v]` comparison + softmax.
 
     Train it with `compile(loss=keras.losses.SparseCategoricalCrossentropy(
@@ -121,7 +122,10 @@ class PairClassifier(keras.Model):
         else:
             self.cell = RecurrentRecursiveCell(units, max_depth, mode="fixed",
                                                seed=self.seed)
-            self.encoder = RNN(self.cell, return_state=True, name="encoder")
+            # The state is read, never the output; zeros for masked steps'
+            # outputs let a mask through Keras' JAX loop.
+            self.encoder = RNN(self.cell, return_state=True, zero_output_for_mask=True,
+                               name="encoder")
         if encoder == "rrnet_random":
             # One fixed operation per token id; padding (0) recurs.
             table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)
@@ -131,6 +135,10 @@ class PairClassifier(keras.Model):
             hidden_units, activation="tanh", kernel_initializer=init, name="comparison")
         self.readout = keras.layers.Dense(NUM_RELATIONS, kernel_initializer=init,
                                           name="readout")
+        # Every weight now, from a dummy pair (the encoders draw nothing):
+        # `compile` builds the optimizer too, and the train step is traced once.
+        one = np.ones((1, 1), "int32")
+        self({key: one * (RECUR if "operations" in key else 1) for key in INPUT_KEYS})
 
     def encode(self, tokens, operations, training=False):
         """Final encoder state `(batch, units)` of 0-padded sentences."""

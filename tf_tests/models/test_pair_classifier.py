@@ -63,12 +63,13 @@ def test_supervised_encoder_reads_the_ground_truth_tree():
     model = PairClassifier("rrnet_supervised", units=6, embedding_dim=4, seed=1)
     tokens, operations = _side([p.left for p in pairs], 30)
     h = np.asarray(model.encode(tokens, operations))
-    # The same cell run by hand on [embedding | operation] gives the state.
+    # The same cell run by hand on [embedding | operation] of each sentence
+    # without its padding (no mask) gives the state.
     rnn = keras.layers.RNN(model.cell, return_state=True)
-    embedded = model.embedding(tokens)
-    _, expected, *_ = rnn(model.cell.pack_inputs(embedded, operations),
-                          mask=tokens > 0)
-    np.testing.assert_allclose(h, np.asarray(expected), rtol=1e-5, atol=1e-6)
+    for row, length in enumerate((tokens > 0).sum(axis=1)):
+        embedded = model.embedding(tokens[row:row + 1, :length])
+        _, expected, *_ = rnn(model.cell.pack_inputs(embedded, operations[row:row + 1, :length]))
+        np.testing.assert_allclose(h[row:row + 1], np.asarray(expected), rtol=1e-5, atol=1e-6)
     # Another tree over the same tokens gives another encoding.
     all_recur = np.full_like(operations, RECUR)
     assert np.abs(np.asarray(model.encode(tokens, all_recur)) - h).max() > 1e-3
@@ -88,7 +89,6 @@ def test_lstm_and_random_trees_ignore_the_given_operations(encoder):
         tokens = inputs["left_tokens"]
         h = model.encode(tokens, None)
         supervised = PairClassifier("rrnet_supervised", units=6, embedding_dim=4, seed=3)
-        supervised(inputs)  # builds the weights
         supervised.set_weights(model.get_weights())
         np.testing.assert_allclose(np.asarray(supervised.encode(tokens, table[tokens])),
                                    np.asarray(h), rtol=1e-5, atol=1e-6)
