@@ -14,7 +14,10 @@ otherwise) and `rrnet_random` (a random but fixed operation per token).
 The data come from `hmkeras.data.logic.generate_pairs` (plain Python,
 deterministic from `--seed`; the TFDS builder `LogicInference` writes the
 same pairs to files); a pair's number of operations is the larger of its
-two sentences'.
+two sentences'. The script runs on every Keras backend
+(`KERAS_BACKEND=jax python examples/logic.py ...`); the batches come
+through `tf.data`, so TensorFlow must be installed. `results.json` names
+the backend.
 
 Examples:
 
@@ -168,7 +171,7 @@ def run(s):
         return 100.0 * float(result["accuracy"])
 
     results = {
-        "encoder": s["encoder"], "settings": s,
+        "encoder": s["encoder"], "settings": s, "backend": keras.backend.backend(),
         "valid_accuracy": accuracy(valid_all, width),
         "test_accuracy": {str(n): accuracy(pairs, test_width)
                           for n, pairs in test.items()},

@@ -24,13 +24,13 @@ class BoundaryLosses(keras.layers.Layer):
             output's columns `start:stop` (last axis).
         prior: The `BoundaryPrior`, or None.
         placement: The `BoundaryPlacement`, or None; it needs the `logits`.
+        pad_id: The padding token, or None: with `tokens`, the steps whose
+            token is `pad_id` are masked out of both losses.
         backward_model: For `BoundaryPlacement(form="bidirectional")`, a
             model of the `tokens` giving the predictions of a language
             model that reads them reversed (in its reading order), or None.
             The layer runs it in training passes only (where no
             `backward_logits` are given) and adds its own loss.
-        pad_id: The padding token, or None: with `tokens`, the steps whose
-            token is `pad_id` are masked out of both losses.
         **kwargs: Keras layer arguments (`name`, ...).
 
     Call arguments:

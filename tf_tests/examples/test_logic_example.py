@@ -4,9 +4,11 @@ flags are in test_example_flags.py)."""
 import collections
 import json
 import os
+import subprocess
+import sys
 
 import pytest
-from example_modules import example_settings, load_example
+from example_modules import ROOT, example_settings, load_example
 
 from hmkeras.data import logic
 
@@ -41,6 +43,33 @@ def test_tiny_run_end_to_end(encoder, tmp_path, capsys):
         assert saved["majority_accuracy"][str(n)] == pytest.approx(expected)
     assert "majority relation" in printed and encoder in printed
     assert saved["settings"]["train_max_operations"] == 2
+    assert saved["backend"] == "tensorflow"
+
+
+@pytest.mark.slow
+def test_tiny_run_on_jax(tmp_path):
+    # The same command under KERAS_BACKEND=jax, in a process of its own.
+    pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "logic.py"),
+         "--encoder=rrnet_supervised", "--tiny", f"--output_dir={out}", "--verbose=0"],
+        env={**os.environ, "KERAS_BACKEND": "jax"}, capture_output=True, text=True,
+        timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "results.json") as f:
+        saved = json.load(f)
+    assert saved["backend"] == "jax"
+    assert set(saved["test_accuracy"]) == {"1", "2", "3"}
+    for n in (1, 2, 3):
+        value = saved["test_accuracy"][str(n)]
+        assert 0 <= value <= 100 and value * 8 / 100 == pytest.approx(
+            round(value * 8 / 100), abs=1e-3)
+        # The data do not depend on the backend: the baseline is TensorFlow's.
+        train = [p for k in (1, 2) for p in logic.generate_pairs(k, "train", 24, seed=0)]
+        test = list(logic.generate_pairs(n, "test", 8, seed=0))
+        assert saved["majority_accuracy"][str(n)] == pytest.approx(
+            logic_example.majority_accuracy(train, test))
 
 
 def test_tiny_settings():
