@@ -8,14 +8,23 @@ from hmkeras.models.expression_model import ExpressionModel
 from hmkeras.training.stateful_training import TruncatedBPTTModel
 
 
-class _CountingModel(TruncatedBPTTModel):
-    """Counts the Python calls of `train_step`: one per trace."""
+def _counting(model_class):
+    """`model_class` that counts the Python calls of its `train_step`: one
+    per trace."""
 
-    traces = 0
+    class Counting(model_class):
+        traces = 0
 
-    def train_step(self, data):
-        self.traces += 1
-        return super().train_step(data)
+        def train_step(self, data):
+            self.traces += 1
+            return super().train_step(data)
+
+    Counting.__name__ = Counting.__qualname__ = f"Counting{model_class.__name__}"
+    return Counting
+
+
+_CountingModel = _counting(TruncatedBPTTModel)
+_CountingExpressionModel = _counting(ExpressionModel)
 
 
 def _model(build_on_compile):
@@ -49,14 +58,6 @@ def test_train_step_traced_once_and_training_unchanged():
         np.testing.assert_array_equal(ours, theirs)
 
 
-class _CountingExpressionModel(ExpressionModel):
-    traces = 0
-
-    def train_step(self, data):
-        self.traces += 1
-        return super().train_step(data)
-
-
 def test_expression_model_is_built_when_made_and_traced_once(tmp_path):
     # The REINFORCE encoder draws trees: building the weights when the model
     # is made leaves its seed states as they were, so the training is the
@@ -85,7 +86,7 @@ def test_expression_model_is_built_when_made_and_traced_once(tmp_path):
     path = str(tmp_path / "model.keras")
     model.save(path)
     loaded = keras.saving.load_model(
-        path, custom_objects={"_CountingExpressionModel": _CountingExpressionModel})
+        path, custom_objects={"CountingExpressionModel": _CountingExpressionModel})
     assert loaded.compiled and loaded.optimizer.built
     np.testing.assert_array_equal(np.asarray(loaded.optimizer.iterations),
                                   np.asarray(model.optimizer.iterations))
