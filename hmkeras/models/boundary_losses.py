@@ -29,8 +29,8 @@ class BoundaryLosses(keras.layers.Layer):
         backward_model: For `BoundaryPlacement(form="bidirectional")`, a
             model of the `tokens` giving the predictions of a language
             model that reads them reversed (in its reading order), or None.
-            The layer runs it in training passes only (where no
-            `backward_logits` are given) and adds its own loss.
+            The layer runs it in training passes only and adds its own
+            loss (`BoundaryPlacement.training_losses`).
         **kwargs: Keras layer arguments (`name`, ...).
 
     Call arguments:
@@ -39,11 +39,6 @@ class BoundaryLosses(keras.layers.Layer):
             for the placement.
         tokens: The `(batch, time)` input tokens, for the mask and the
             placement's surprisal (`BoundaryPlacement(form="surprisal")`).
-        backward_logits: For `BoundaryPlacement(form="bidirectional")`
-            without a `backward_model`, the predictions of the backward
-            language model (in its reading order); while training, the
-            layer adds that model's own loss too
-            (`BoundaryPlacement.training_losses`).
         training: The losses are added only while training.
 
     Returns:
@@ -78,8 +73,7 @@ class BoundaryLosses(keras.layers.Layer):
         self.pad_id = pad_id
         self.backward_model = backward_model
 
-    def call(self, rnn_outputs, logits=None, tokens=None, backward_logits=None,
-             training=False):
+    def call(self, rnn_outputs, logits=None, tokens=None, training=False):
         if training:
             start, stop = self.columns
             boundaries = rnn_outputs[..., start:stop]
@@ -89,7 +83,8 @@ class BoundaryLosses(keras.layers.Layer):
             if self.prior is not None:
                 self.add_loss(self.prior(boundaries, mask=mask))
             if self.placement is not None:
-                if backward_logits is None and self.backward_model is not None:
+                backward_logits = None
+                if self.backward_model is not None:
                     backward_logits = self.backward_model(tokens, training=True)
                 for loss in self.placement.training_losses(
                         boundaries, logits, mask=mask, tokens=tokens,
@@ -97,8 +92,7 @@ class BoundaryLosses(keras.layers.Layer):
                     self.add_loss(loss)
         return rnn_outputs if logits is None else logits
 
-    def compute_output_shape(self, rnn_outputs_shape, logits_shape=None, tokens_shape=None,
-                             backward_logits_shape=None):
+    def compute_output_shape(self, rnn_outputs_shape, logits_shape=None, tokens_shape=None):
         return rnn_outputs_shape if logits_shape is None else logits_shape
 
     def get_config(self):
