@@ -206,6 +206,9 @@ flags.DEFINE_integer("excerpt_chars", 270, "Length of the segmentation excerpt."
                      lower_bound=1)
 flags.DEFINE_integer("verbose", 1, "Keras verbosity (0, 1 or 2).", lower_bound=0,
                      upper_bound=2)
+flags.DEFINE_bool("data_parallel", False, "JAX backend: split every training batch over "
+                  "all local devices (keras.distribution.DataParallel); --batch_size must "
+                  "be a multiple of their number.")
 _OWN_FLAGS = set(FLAGS) - _FLAGS_BEFORE
 
 # Ranges of the float flags (the integer flags carry absl bounds). absl checks
@@ -496,6 +499,36 @@ def model_config(s, vocab_size):
         boundary_placement=None if s["boundary_placement"] == "none" else s["boundary_placement"],
         l2=s["l2"], seed=s["seed"],
     )
+
+
+def data_parallel_distribution(s):
+    """The `keras.distribution.DataParallel` over every local device that
+    --data_parallel asks for, or None without it.
+
+    Keras implements its distribution API on JAX: on another backend, or
+    with a --batch_size that the devices do not divide, a `FlagError`.
+    Training runs in its scope (the variables are made there, replicated
+    on every device; each batch is split by rows); the evaluation runs on
+    the same variables outside it, at any batch size.
+    """
+    if not s["data_parallel"]:
+        return None
+    import keras
+
+    backend = keras.backend.backend()
+    if backend != "jax":
+        raise FlagError(
+            "--data_parallel splits the batches with keras.distribution, which Keras "
+            "runs on the JAX backend (KERAS_BACKEND=jax); on TensorFlow, "
+            "examples/xla_gpu_training.py --strategy=mirrored splits them. "
+            f"Received: --data_parallel on the {backend} backend")
+    devices = keras.distribution.list_devices()
+    if s["batch_size"] % len(devices):
+        raise FlagError(
+            f"--batch_size must be a multiple of the {len(devices)} devices that "
+            f"--data_parallel splits each batch over ({', '.join(devices)}). "
+            f"Received: --batch_size={s['batch_size']}")
+    return keras.distribution.DataParallel(devices=devices)
 
 
 def prepare_output_dir(s, kind):

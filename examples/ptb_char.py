@@ -61,6 +61,10 @@ Examples:
     python examples/ptb_char.py --preset=quick --dataset=text_file \
         --text_file=train.txt,valid.txt,test.txt --unsegmented
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
+    # On JAX, every batch split over all local devices (GPUs, or here two
+    # host CPU devices; --batch_size a multiple of their number):
+    XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
+        python examples/ptb_char.py --preset=quick --data_parallel
     # Krause et al. Fig. 3, recovery after surprising characters:
     python examples/compare_surprisal.py --run_a=runs/quick_hmlstm \
         --run_b=runs/quick_lstm --output=runs/surprisal.png
@@ -75,6 +79,7 @@ is a non-finite training loss, which stops the run (naming the step and
 the last good checkpoint, never overwritten by a NaN state).
 """
 
+import contextlib
 import os
 import time
 
@@ -130,6 +135,7 @@ def run(s):
     """
     from hmkeras.training.run_directory import removing_new_empty_dirs
 
+    distribution = char_lm_flags.data_parallel_distribution(s)
     changed = char_lm_flags.prepare_output_dir(s, kind="char_lm")
     finished = finished_results(s)
     if finished is not None:
@@ -138,10 +144,10 @@ def run(s):
     if s["dataset"] not in ("synthetic", "text_file"):
         roots.append(s["data_dir"] or _tfds_default_data_dir())
     with removing_new_empty_dirs(roots):
-        return _run(s, changed)
+        return _run(s, changed, distribution)
 
 
-def _run(s, changed):
+def _run(s, changed, distribution):
     started = time.time()
     import keras
     import tensorflow as tf
@@ -172,15 +178,21 @@ def _run(s, changed):
     config = char_lm_flags.check_model_config(s, char_lm_flags.model_config(s, len(vocab)))
     write_run_files(s["output_dir"], config, s, vocabulary=vocab, kind="char_lm")
     tf.random.set_seed(s["seed"])
-    lm = CharLanguageModel(config)
-    print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
-          f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
-    clock = run_directory.RunClock.of_run(s["output_dir"], started)
-    progress = train_truncated_bptt(
-        lm, ids["train"], TrainingSchedule.from_settings(s), s["output_dir"],
-        validate=lambda lm: report.validation_logs(
-            lm, ids["validation"], s["seq_len"], s["valid_batch_size"], s["zrate_chars"]),
-        changed=changed, clock=clock)
+    # --data_parallel: the variables are made and trained in the
+    # distribution's scope; the evaluation below runs outside it.
+    with distribution.scope() if distribution else contextlib.nullcontext():
+        lm = CharLanguageModel(config)
+        print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
+              f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
+        if distribution:
+            print(f"Data parallel: every batch split over {distribution.device_mesh.devices.size} "
+                  "devices (keras.distribution.DataParallel).")
+        clock = run_directory.RunClock.of_run(s["output_dir"], started)
+        progress = train_truncated_bptt(
+            lm, ids["train"], TrainingSchedule.from_settings(s), s["output_dir"],
+            validate=lambda lm: report.validation_logs(
+                lm, ids["validation"], s["seq_len"], s["valid_batch_size"], s["zrate_chars"]),
+            changed=changed, clock=clock)
     stop_if_non_finite(progress)
     if progress.get("interrupted"):
         return None
@@ -200,6 +212,8 @@ def _run(s, changed):
         "steps": None, "test_bpc": test.bpc, "test_targets": test.num_targets,
         "test_symbols": len(ids["test"]),
         "best_val_bpc": progress["best_val_bpc"], **info,
+        "backend": keras.backend.backend(),
+        "data_parallel_devices": distribution.device_mesh.devices.size if distribution else None,
     }
     if s["dataset"] == "text_file":
         results["unknown_symbols"] = unknown

@@ -114,6 +114,9 @@ def resolve_settings(flag_values):
         if flag_values[name].present:
             raise FlagError(f"--{name} is a flag of ptb_char.py's schedule or "
                             "evaluation, which this script does not run.")
+    if flag_values["data_parallel"].present:
+        raise FlagError("--data_parallel is ptb_char.py's (keras.distribution, on JAX); "
+                        "this script splits the batches with --strategy.")
     explicit_dir = flag_values["output_dir"].present
     settings = char_lm_flags.resolve_settings(flag_values)
     settings.update({name: flag_values[name].value for name in OWN_FLAGS})

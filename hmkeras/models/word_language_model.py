@@ -78,7 +78,6 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
@@ -354,10 +353,13 @@ class WordLanguageModel:
         return int(sum(np.prod(w.shape) for w in self.network.trainable_weights))
 
 
-@keras.saving.register_keras_serializable(package="hmkeras")
 def sentence_boundary_rates(lm, batches):
     """The HM-LSTM's boundary rate per layer over the real tokens of
     `batches` (a `SentenceBatches`): a list of `num_layers - 1` floats.
+
+    Each batch runs through `lm.boundary_network.predict_on_batch` (Keras'
+    compiled predict step, on any backend); the counts are summed in
+    float64.
 
     Raises:
         ValueError: `lm` has no boundaries (not ``cell="hmlstm"``).
@@ -365,16 +367,10 @@ def sentence_boundary_rates(lm, batches):
     if getattr(lm, "boundary_network", None) is None:
         raise ValueError("`lm` must be a WordLanguageModel with cell='hmlstm'. "
                          f"Received: lm={lm!r}")
-    network = lm.boundary_network
-
-    @tf.function
-    def _batch_counts(x, w):
-        z = tf.cast(network(x, training=False), tf.float64)
-        return tf.reduce_sum(z * tf.cast(w, tf.float64)[..., None], axis=[0, 1])
-
     total = 0.0
-    for x, _, w in batches.dataset():
-        total += _batch_counts(x, w).numpy()
+    for x, _, w in _numpy_batches(batches):
+        z = np.asarray(lm.boundary_network.predict_on_batch(x), np.float64)
+        total = total + np.sum(z * np.asarray(w, np.float64)[..., None], axis=(0, 1))
     return [float(v) for v in np.atleast_1d(total) / batches.num_targets]
 
 
@@ -382,22 +378,18 @@ def sentence_perplexity(lm, batches):
     """Perplexity of `lm` over the rows of `batches` (a `SentenceBatches`).
 
     ``exp(sum_rows sum_t w NLL / sum w)``: the mean negative log-likelihood
-    (nats) of the real targets, padding (weight 0) left out.
+    (nats) of the real targets, padding (weight 0) left out. The logits
+    come from `network.predict_on_batch` (Keras' compiled predict step, on
+    any backend); the log-softmax and the sums are float64 NumPy.
 
     Returns:
         ``{"perplexity", "nll_per_token", "bits_per_token", "num_targets"}``.
     """
     network = lm.network if hasattr(lm, "network") else lm
-
-    @tf.function
-    def _batch_nll(x, y, w):
-        logits = network(x, training=False)
-        nll = keras.ops.sparse_categorical_crossentropy(y, logits, from_logits=True)
-        return tf.reduce_sum(tf.cast(nll, tf.float64) * tf.cast(w, tf.float64))
-
     total = 0.0
-    for x, y, w in batches.dataset():
-        total += float(_batch_nll(x, y, w))
+    for x, y, w in _numpy_batches(batches):
+        logits = np.asarray(network.predict_on_batch(x), np.float64)
+        total += float(np.sum(_negative_log_likelihood(logits, y) * w))
     nll = total / batches.num_targets
     return {
         "perplexity": math.exp(nll),
@@ -405,6 +397,20 @@ def sentence_perplexity(lm, batches):
         "bits_per_token": nll / math.log(2.0),
         "num_targets": batches.num_targets,
     }
+
+
+def _numpy_batches(batches):
+    """The `(tokens, targets, weights)` of `batches.dataset()` as NumPy arrays."""
+    for batch in batches.dataset():
+        yield tuple(np.asarray(part) for part in batch)
+
+
+def _negative_log_likelihood(logits, targets):
+    """`-log softmax(logits)[targets]` per position, in the dtype of `logits`."""
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    log_norm = np.log(np.sum(np.exp(shifted), axis=-1))
+    return log_norm - np.take_along_axis(shifted, targets[..., None].astype(np.int64),
+                                         axis=-1)[..., 0]
 
 
 # The configuration's fields as keyword-only parameters (`help()` lists them).

@@ -435,6 +435,16 @@ def test_main_reports_a_bad_flag_in_one_line(tmp_path):
     FLAGS(["ptb_char", "--cell=hmrnn", "--num_layers=1"])
     with pytest.raises(SystemExit, match="--num_layers must be at least 2"):
         ptb_char.main(["ptb_char"])
+    # keras.distribution is JAX's: refused on TensorFlow before any file is made.
+    FLAGS.unparse_flags()
+    FLAGS(["ptb_char", "--preset=quick", "--tiny", "--data_parallel",
+           f"--output_dir={tmp_path / 'split'}"])
+    with pytest.raises(SystemExit) as exit_info:
+        ptb_char.main(["ptb_char"])
+    message = str(exit_info.value.code)
+    assert ": --data_parallel splits the batches with keras.distribution" in message
+    assert "tensorflow backend" in message and "\n" not in message
+    assert not (tmp_path / "split").exists()
 
 
 # ------------------------------------------------ reruns, failures, progress

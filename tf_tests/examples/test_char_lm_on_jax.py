@@ -5,8 +5,9 @@ whole tiny run (training with the state carried across batches, the
 checkpoints, validation, the batch-1 test pass with its boundary scores,
 the summary and the figure; the step model, a TensorFlow SavedModel, is
 TensorFlow's only), and the same run stopped at step 5 and resumed in a
-new process, whose per-step losses and results are those of the run never
-interrupted.
+new process with `--data_parallel` over two host CPU devices
+(`keras.distribution.DataParallel`), whose per-step losses and results
+are those of the one-device run never interrupted.
 """
 
 import json
@@ -22,11 +23,17 @@ COMMON = ["--preset=quick", "--tiny", "--synthetic_train_chars=900", "--max_epoc
           "--verbose=0"]
 
 
-def _run_on_jax(*args):
+def _run_on_jax(*args, devices=1, succeeds=True):
+    """ptb_char.py's stdout (`succeeds`), or the one line it fails with."""
     env = {**os.environ, "KERAS_BACKEND": "jax"}
+    if devices > 1:  # before JAX starts in the child
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "ptb_char.py"), *COMMON, *args],
         env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    if not succeeds:
+        assert result.returncode != 0, result.stdout[-3000:]
+        return result.stderr.strip().splitlines()[-1]
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -37,7 +44,7 @@ def _steps(output_dir):
 
 
 @pytest.mark.slow
-def test_main_job_on_jax_runs_and_resumes_as_if_never_interrupted(tmp_path):
+def test_main_job_on_jax_runs_and_resumes_on_two_devices_as_if_never_interrupted(tmp_path):
     pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
     straight, resumed = str(tmp_path / "a"), str(tmp_path / "b")
     printed = _run_on_jax(f"--output_dir={straight}")
@@ -48,9 +55,12 @@ def test_main_job_on_jax_runs_and_resumes_as_if_never_interrupted(tmp_path):
     assert results["step_model"] is None and "TensorFlow backend only" in printed
     assert os.path.exists(results["segmentation_png"])
     assert os.path.exists(os.path.join(straight, "checkpoints", "latest", "progress.json"))
-    # Stopped at step 5, then run again to the end in a new process.
+    assert results["backend"] == "jax" and results["data_parallel_devices"] is None
+    # Stopped at step 5, then run again to the end in a new process, every
+    # batch split over two devices.
     _run_on_jax("--max_steps=5", f"--output_dir={resumed}")
-    _run_on_jax(f"--output_dir={resumed}")
+    printed = _run_on_jax("--data_parallel", f"--output_dir={resumed}", devices=2)
+    assert "every batch split over 2 devices" in printed
     a, b = _steps(straight), _steps(resumed)
     assert len(a) == results["steps"] > 16
     assert [s["step"] for s in b] == list(range(1, len(a) + 1))
@@ -59,4 +69,12 @@ def test_main_job_on_jax_runs_and_resumes_as_if_never_interrupted(tmp_path):
     for x, y in zip(a, b):
         assert x["bpc"] == pytest.approx(y["bpc"], rel=1e-5, abs=1e-6), x["step"]
     with open(os.path.join(resumed, "results.json")) as f:
-        assert json.load(f)["test_bpc"] == pytest.approx(results["test_bpc"], rel=1e-5)
+        split = json.load(f)
+    assert split["data_parallel_devices"] == 2
+    assert split["test_bpc"] == pytest.approx(results["test_bpc"], rel=1e-5)
+    assert split["z_rates"] == pytest.approx(results["z_rates"], abs=1e-6)
+    # A batch that the devices do not split evenly is refused in one line.
+    message = _run_on_jax("--data_parallel", "--batch_size=3",
+                          f"--output_dir={tmp_path / 'c'}", devices=2, succeeds=False)
+    assert ": --batch_size must be a multiple of the 2 devices" in message, message
+    assert message.endswith("Received: --batch_size=3") and not (tmp_path / "c").exists()

@@ -32,11 +32,11 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
-def _drive(runs):
+def _drive(runs, backend="tensorflow"):
     code = _DRIVER.format(examples=os.path.join(ROOT, "examples"), script=SCRIPT,
                           runs=runs)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=_ENV, cwd=ROOT, timeout=600)
+                          env=dict(_ENV, KERAS_BACKEND=backend), cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     line = [x for x in done.stdout.splitlines() if x.startswith("RESULTS")][-1]
     return json.loads(line[len("RESULTS"):]), done.stdout
@@ -89,6 +89,26 @@ def test_tiny_runs_for_every_wrapper_and_resume(tmp_path):
     resumed = results["resumed"]
     assert resumed["epochs"] == 2 and len(resumed["history"]) == 2
     assert resumed["history"][0] == results["none"]["history"][0]
+
+
+@pytest.mark.slow
+def test_tiny_hmlstm_run_with_attention_on_jax(tmp_path):
+    """The word LM on JAX: the HM-LSTM with its prior under the attention
+    wrapper (the boundaries read through the wrapper), validated and
+    tested; the perplexities come from the logits of Keras' compiled
+    predict step."""
+    pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
+    out = tmp_path / "hm"
+    results, _ = _drive([("hm", [
+        "--tiny", "--cell=hmlstm", "--wrapper=attention", "--verbose=0",
+        "--boundary_prior=rate", "--segment_lengths=4", f"--output_dir={out}"])],
+        backend="jax")
+    run = results["hm"]
+    for split in ("validation", "test"):
+        assert run["entropy_rate_perplexity"] < run[split]["perplexity"] < 84  # 83 ids
+    assert len(run["test_z_rates"]) == 1 and 0 <= run["test_z_rates"][0] <= 1
+    assert run["epochs"] == 1 and (out / "checkpoints").is_dir()
+    assert (out / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def _fails(*args):

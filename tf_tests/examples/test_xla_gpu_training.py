@@ -132,6 +132,7 @@ def test_non_finite_loss_stops_in_one_line(tmp_path):
         (["--strategy=tpu", "--precision=mixed_float16"], {}, "mixed_bfloat16"),
         (["--tpu=local"], {}, "--tpu goes with --strategy=tpu"),
         (["--patience=3"], {}, "--patience"),
+        (["--data_parallel"], {}, "--data_parallel is ptb_char.py's"),
         (["--precision=float64"], {}, "float32|mixed_bfloat16|mixed_float16"),
     ],
 )

@@ -69,7 +69,8 @@ def test_tied_embedding_gradient_collects_both_uses():
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("wrapper", ["none", "average", "attention"])
+@pytest.mark.parametrize("wrapper", [
+    "none", "average", pytest.param("attention", marks=pytest.mark.every_backend)])
 def test_perplexity_is_exp_of_mean_nll_over_real_tokens(wrapper):
     lm = WordLanguageModel(vocab_size=VOCAB, units=8, wrapper=wrapper, memory_size=4,
                            dropout=0.3, seed=1)
@@ -196,6 +197,7 @@ class _Batches:
         return [self.batch]
 
 
+@pytest.mark.every_backend
 def test_boundary_rates_count_the_real_tokens():
     from hmkeras.models.word_language_model import sentence_boundary_rates
 
