@@ -327,6 +327,7 @@ def train(s, lm, batches):
     from hmkeras.models.word_language_model import sentence_perplexity
     from hmkeras.training.epoch_run import EpochSchedule
     from hmkeras.training.epoch_run import train_epochs
+    from hmkeras.training.optimizer_on_compile import build_optimizer
 
     network = getattr(lm, "network", lm)  # --cell=rrnet: the model itself
     network.compile(
@@ -334,6 +335,7 @@ def train(s, lm, batches):
         loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight"),
     )
+    build_optimizer(network)  # now, not in the first trace: one trace of the step
     schedule = EpochSchedule(
         max_epochs=s["max_epochs"], learning_rate=s["learning_rate"],
         lr_decay=s["lr_decay"], decay_after=s["decay_after"], monitor="val_perplexity",

@@ -25,6 +25,7 @@ from backend_support import to_numpy
 from layer_battery import BATCH
 from layer_battery import CASES
 from layer_battery import MODEL_CASES
+from one_trace import compile_built
 
 pytestmark = pytest.mark.every_backend
 ids = [case.name for case in CASES]
@@ -142,7 +143,7 @@ def test_xla_training(case):
         if len(w.shape) >= 2:
             limit = np.sqrt(6.0 / (np.prod(w.shape[:-1]) + w.shape[-1]))
             w.assign(rng.uniform(-limit, limit, w.shape).astype("float32"))
-    model.compile(keras.optimizers.Adam(0.01), "mse", jit_compile=True)
+    compile_built(model, keras.optimizers.Adam(0.01), "mse", jit_compile=True)
     x = layer_battery.case_inputs(case)
     y = np.random.default_rng(1).normal(
         size=(BATCH, *case.output_shape)).astype("float32")

@@ -41,11 +41,30 @@ class BuildsOptimizerOnCompile:
 
     def compile(self, *args, **kwargs):
         super().compile(*args, **kwargs)
-        optimizer = self.optimizer
-        if self.built and optimizer is not None and not optimizer.built:
-            optimizer.build(self.trainable_variables)
+        build_optimizer(self)
 
     def compile_from_config(self, config):
         """Compiles a loaded model as it was saved (`keras.saving.load_model`),
         which Keras leaves undone for a model whose `compile` is its own."""
         self.compile(**keras.saving.deserialize_keras_object(config))
+
+
+def build_optimizer(model):
+    """Builds the optimizer of a compiled, built `model` now, for its
+    trainable variables, so that its first `fit` traces the train step
+    once; a model that is not built, or whose optimizer is built, is left
+    as it is. Returns the model.
+
+    For a model of one's own (`keras.Sequential`, functional), after
+    `compile`:
+
+        >>> import keras, numpy as np
+        >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> model.compile(keras.optimizers.SGD(0.1), "mse")
+        >>> build_optimizer(model).optimizer.built
+        True
+    """
+    optimizer = model.optimizer
+    if model.built and optimizer is not None and not optimizer.built:
+        optimizer.build(model.trainable_variables)
+    return model

@@ -13,6 +13,7 @@ from keras import ops
 
 import hmkeras
 from hm_fixtures import FEATURES, inputs, make_cell
+from one_trace import compile_built
 
 pytestmark = pytest.mark.every_backend
 
@@ -243,7 +244,7 @@ def test_pulls_the_rate_toward_its_target_in_fit(form):
             keras.layers.RNN(hmkeras.HMLSTMCell(8, boundary_bias=bias, layer_norm=False),
                              return_sequences=True, activity_regularizer=prior),
         ])
-        model.compile(keras.optimizers.Adam(0.02), loss=lambda y, p: 0.0 * ops.sum(p))
+        compile_built(model, keras.optimizers.Adam(0.02), loss=lambda y, p: 0.0 * ops.sum(p))
         before = float(np.mean(model(x)[..., -2]))
         model.fit(x, x, epochs=20, batch_size=64, verbose=0)
         return before, float(np.mean(model(x)[..., -2]))
@@ -275,7 +276,7 @@ def test_default_fit_on_the_embedded_corpus_holds_the_rates_near_the_targets():
         tokens = keras.Input((None,), dtype="int32")
         outputs = layer(keras.layers.Embedding(len(symbols), 8)(tokens))
         model = keras.Model(tokens, keras.layers.Dense(len(symbols))(outputs))
-        model.compile(keras.optimizers.Adam(0.01, clipnorm=1.0),
+        compile_built(model, keras.optimizers.Adam(0.01, clipnorm=1.0),
                       keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.fit(x, y, batch_size=16, epochs=4, shuffle=False, verbose=0)
         _, z = layer.split_outputs(keras.Model(tokens, outputs)(x[:100]))

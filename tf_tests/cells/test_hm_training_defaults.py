@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import hmkeras
 from hmkeras import data
+from one_trace import compile_built
 
 
 @pytest.mark.slow
@@ -49,7 +50,7 @@ def test_default_cell_fit_keeps_boundaries_alive():
     outputs = keras.layers.RNN(cell, return_sequences=True)(
         keras.layers.Embedding(len(vocab), 8)(tokens))
     model = keras.Model(tokens, keras.layers.Dense(len(vocab))(outputs))
-    model.compile(keras.optimizers.Adam(3e-3, clipnorm=1.0),
+    compile_built(model, keras.optimizers.Adam(3e-3, clipnorm=1.0),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     monitor = hmkeras.BoundaryMonitor(probe=x[:64], interval=40, verbose=0)
     history = model.fit(x, y, batch_size=16, epochs=2, callbacks=[monitor], verbose=0)

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import hmkeras
+from one_trace import compile_built
 
 CELLS = {
     "hmlstm": lambda **kw: hmkeras.HMLSTMCell([6, 5, 4], **kw),
@@ -71,7 +72,7 @@ def test_saved_model_export_round_trip(name, tmp_path):
 def test_jit_compiled_fit_trains(name, mode):
     keras.utils.set_random_seed(2)
     model = sequence_model(CELLS[name](boundary_mode=mode))
-    model.compile(keras.optimizers.Adam(0.01), "mse", jit_compile=True)
+    compile_built(model, keras.optimizers.Adam(0.01), "mse", jit_compile=True)
     x, y = data(batch=8)
     before = [w.numpy().copy() for w in model.trainable_weights]
     history = model.fit(x, y, epochs=3, batch_size=4, verbose=0)

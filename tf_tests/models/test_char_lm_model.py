@@ -20,6 +20,7 @@ from hmkeras.analysis.evaluation import EvaluationResult
 from hmkeras.analysis.evaluation import evaluate_char_model
 from hmkeras.training.stateful_training import TruncatedBPTTModel
 from hmkeras.training.step_export import export_step_model
+from one_trace import compile_built
 
 TEXT = "the cat sat on the mat, the dog sat on the log.\nthe end of it.\n" * 3
 
@@ -310,7 +311,7 @@ def test_fit_on_the_network_is_the_training_of_the_main_job():
 
     own = language_model()
     predictor = keras.Model(own.network.inputs, own.network.outputs[0])
-    predictor.compile(keras.optimizers.SGD(0.5), loss=cross_entropy)
+    compile_built(predictor, keras.optimizers.SGD(0.5), loss=cross_entropy)
     predictor.fit([tokens, *own.zero_state(4)], tokens, batch_size=4, verbose=0,
                   shuffle=False)
     assert len(predictor.losses) == 2  # the prior and the placement

@@ -11,6 +11,7 @@ from hmkeras.models.tied_embedding import TiedEmbedding
 from hmkeras.models.word_language_model import WordLanguageModel
 from hmkeras.models.word_language_model import WordLanguageModelConfig
 from hmkeras.models.word_language_model import sentence_perplexity
+from one_trace import compile_built
 
 VOCAB = 13
 
@@ -143,8 +144,9 @@ def _padded_sentences():
 
 def _training_loss(lm, x, y, w):
     """The loss of Keras' `fit` on one batch (ptb_word.py's compile), no update."""
-    lm.network.compile(keras.optimizers.SGD(0.0), loss=keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True, reduction="mean_with_sample_weight"))
+    compile_built(lm.network, keras.optimizers.SGD(0.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True, reduction="mean_with_sample_weight"))
     return lm.network.train_on_batch(x, y, sample_weight=w, return_dict=True)["loss"]
 
 

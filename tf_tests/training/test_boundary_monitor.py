@@ -6,6 +6,7 @@ import pytest
 
 import hmkeras
 from hmkeras.training.boundary_monitor import BoundaryCollapseWarning
+from one_trace import compile_built
 
 pytestmark = pytest.mark.every_backend
 
@@ -24,7 +25,7 @@ def _model(boundary_bias=0.0):
         keras.layers.RNN(cell, return_sequences=True),
         keras.layers.Dense(VOCAB),
     ])
-    model.compile(keras.optimizers.Adam(1e-3),
+    compile_built(model, keras.optimizers.Adam(1e-3),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model, cell
 
@@ -220,7 +221,7 @@ def _float_model():
                          return_sequences=True),
         keras.layers.Dense(1),
     ])
-    model.compile(keras.optimizers.Adam(1e-3), "mse")
+    compile_built(model, keras.optimizers.Adam(1e-3), "mse")
     return model
 
 

@@ -116,6 +116,9 @@ def train_layer(strategy, layer_factory):
             layer_factory(), keras.layers.Dense(11)])
         model.compile(keras.optimizers.Adam(0.01),
                       keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        # Built here, not in the first trace of the train step: one trace
+        # (tf_tests/one_trace.py).
+        model.optimizer.build(model.trainable_variables)
         before = [w.numpy().copy() for w in model.trainable_weights]
         history = model.fit(dataset(), epochs=1, verbose=0)
     return {"loss": history.history["loss"][-1],
