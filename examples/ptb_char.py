@@ -180,13 +180,14 @@ def _run(s, changed, distribution):
     tf.random.set_seed(s["seed"])
     # --data_parallel: the variables are made and trained in the
     # distribution's scope; the evaluation below runs outside it.
+    devices = distribution.device_mesh.devices.size if distribution else None
     with distribution.scope() if distribution else contextlib.nullcontext():
         lm = CharLanguageModel(config)
         print(f"{s['cell']}: {lm.count_params():,} trainable parameters; "
               f"vocabulary {len(vocab)}; train {len(ids['train']):,} chars.")
         if distribution:
-            print(f"Data parallel: every batch split over {distribution.device_mesh.devices.size} "
-                  "devices (keras.distribution.DataParallel).")
+            print(f"Data parallel: every batch split over {devices} devices "
+                  "(keras.distribution.DataParallel).")
         clock = run_directory.RunClock.of_run(s["output_dir"], started)
         progress = train_truncated_bptt(
             lm, ids["train"], TrainingSchedule.from_settings(s), s["output_dir"],
@@ -213,7 +214,7 @@ def _run(s, changed, distribution):
         "test_symbols": len(ids["test"]),
         "best_val_bpc": progress["best_val_bpc"], **info,
         "backend": keras.backend.backend(),
-        "data_parallel_devices": distribution.device_mesh.devices.size if distribution else None,
+        "data_parallel_devices": devices,
     }
     if s["dataset"] == "text_file":
         results["unknown_symbols"] = unknown

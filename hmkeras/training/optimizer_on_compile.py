@@ -56,7 +56,9 @@ def build_optimizer(model):
     as it is. Returns the model.
 
     For a model of one's own (`keras.Sequential`, functional), after
-    `compile`:
+    `compile`.
+
+    Examples:
 
         >>> import keras, numpy as np
         >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
