@@ -4,16 +4,19 @@ The model of `examples/ptb_char.py` on its word-discovery preset
 (`--preset=brent`: 3 x 128 units, batch 32 x 100, unsegmented; any flag
 of the example applies, `--tiny` for a smoke run), built from the
 example's own flags for every `--boundary_placement` form
-(`none`, `entropy`, `surprisal`, `bidirectional`; the unsegmented
-defaults for the rest: detectors that read the updated state, the
-sigmoid's straight-through gradient), each trained the way the example
+(`none`, `entropy`, `surprisal`, `bidirectional`; each with the rest of
+the unsegmented defaults the example gives that form: with a placement,
+detectors that read the updated state and the sigmoid's straight-through
+gradient; with `none`, Chung et al.'s), each trained the way the example
 trains it (`TruncatedBPTTModel`, Adam with gradient clipping, the state
 carried from step to step) on random symbols of the corpus' vocabulary
 size. `bidirectional` is the only form with a model of its own, the
 backward LSTM language model, which runs in its training passes.
 
-All forms live in one process: each is built and warmed up (`--warmup`
-steps: tracing, first allocations), then `--rounds` rounds time
+All forms live in one process: all are built, then each is warmed up
+(`--warmup` steps: tracing, first allocations; each build sets the
+random seed, and a new seed makes TensorFlow trace the train functions
+of the models built before it again), then `--rounds` rounds time
 `--steps` train steps of every form in turn, the order rotating from
 round to round. The figure is the median step time over the rounds, and
 each form's ratio to `--baseline` (the median of the per-round ratios).
