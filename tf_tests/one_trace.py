@@ -5,8 +5,9 @@ its train function, and a `tf.function` that makes variables while it
 traces is traced a second time: a first `fit` of a small `Sequential`
 with an `HMLSTMCell` took 12-14 s here, 7.5-8 s with the optimizer built
 before (`hmkeras.training.optimizer_on_compile` does this for the
-library's own models, `build_optimizer` for any other). The training is the same either way: the
-optimizer's variables start at the same values.
+library's own models, and its `build_optimizer` for any other). The
+training is the same either way: the optimizer's variables start at the
+same values.
 
 Tests that are about something else build the optimizer when they
 compile; the doctests, the README snippets and the plain `fit` of
