@@ -16,9 +16,22 @@ prints:
   kind of step: a phrase end, another word end, a step inside a word;
 * boundaries at the prior's rate of `z^2` (one per `--segment_length`
   steps) put on the `z^1` steps of highest and of lowest `H_t`, against
-  the phrase ends: the best a rule that ranks by uncertainty can do.
+  the phrase ends: the best a rule that ranks by uncertainty can do;
+* for each of several signals of the model's uncertainty around a `z^1`
+  step (`word_end_signals`: the entropy and the surprisal at the step and
+  the two before it, the length of the `z^1` segment, its largest
+  entropy), `z^2` put on the `z^1` steps where the signal is above (or
+  below) a threshold, at the threshold that scores best against the
+  phrase ends (`best_threshold`): a bound on any target rule that reads
+  that signal alone, chosen with the labels;
+* a linear read-out of the states `[h^1 | .. | h^L]` at the `z^1` steps,
+  fitted by least squares to the phrase ends of the first half of the
+  text and scored on the second (`state_read_out`): whether what a
+  detector reads holds the phrase ends at all. Both use the labels: they
+  are diagnostics, not segmenters.
 
-No label is used by the model; the phrase ends only score.
+No label is used by the model; the phrase ends score, and choose only
+the diagnostics' thresholds and read-out.
 
     python examples/ptb_char.py --preset=quick --output_dir=runs/quick_hmlstm
     python bench/phrase_placement.py --run_dir=runs/quick_hmlstm
@@ -34,7 +47,6 @@ from absl import flags
 import numpy as np
 
 from trained_run import load_model
-from trained_run import read_steps
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "A --dataset=synthetic hmlstm run of examples/ptb_char.py.")
@@ -73,10 +85,70 @@ def ranked_boundaries(score, candidates, count, lowest=False):
     return boundaries
 
 
+def word_end_signals(entropy, surprisal, z1):
+    """`(steps, {name: values})`: the steps `t` at which `z^1` fires (a
+    0/1 array) past the window's first two, and per such step the
+    signals of the model's uncertainty around it. `entropy[t]` is `H_t`
+    (nats) of the prediction of symbol `t + 1`, `surprisal[t]` the
+    surprisal `S_t` of the symbol that does come. A `z^1` segment is the
+    steps after the previous `z^1` step, up to `t`."""
+    steps = np.flatnonzero(z1)
+    steps = steps[steps >= 2]
+    starts = np.concatenate([[-1], steps[:-1]]) + 1
+    largest = np.array([entropy[a:b].max() if b > a else 0.0 for a, b in zip(starts, steps)])
+    return steps, {
+        "H_t": entropy[steps],
+        "H_{t-1}": entropy[steps - 1],
+        "H_{t-2}": entropy[steps - 2],
+        "S_{t-1} (of the symbol read at t)": surprisal[steps - 1],
+        "S_{t-2}": surprisal[steps - 2],
+        "segment length": (steps - starts + 1).astype(float),
+        "segment's largest H before t": largest,
+    }
+
+
+def best_threshold(values, steps, references, length):
+    """The best boundary F1 against `references` (`{alignment: 0/1
+    array}`) of boundaries at the `steps` whose `values` lie above a
+    threshold, or below one, over the thresholds at the 1 %-99 %
+    quantiles: `{"direction", "threshold", "rate", "precision",
+    "recall", "f1"}`."""
+    from hmkeras.analysis import boundary_metrics
+
+    best = {"f1": -1.0}
+    for threshold in np.unique(np.quantile(values, np.linspace(0.01, 0.99, 99))):
+        for direction, chosen in (("above", values > threshold), ("below", values < threshold)):
+            boundaries = np.zeros(length, int)
+            boundaries[steps[chosen]] = 1
+            s = boundary_metrics.aligned_boundary_scores(boundaries, references).headline
+            if s.f1 > best["f1"]:
+                best = {"direction": direction, "threshold": float(threshold),
+                        "rate": float(boundaries.mean()), "precision": s.precision,
+                        "recall": s.recall, "f1": s.f1}
+    return best
+
+
+def state_read_out(states, steps, is_phrase_end, length):
+    """Boundaries from a linear read-out of `states` (`(T, features)`) at
+    the `steps`, fitted by least squares to `is_phrase_end` (+1 / -1 per
+    step of `steps`) on the first half of the steps; 0/1 per step of a
+    text of `length`, set on the second half only, and the index of the
+    first step of that half."""
+    features = np.concatenate([states[steps], np.ones((len(steps), 1))], axis=1)
+    half = len(steps) // 2
+    weights = np.linalg.lstsq(features[:half], np.where(is_phrase_end[:half], 1.0, -1.0),
+                              rcond=None)[0]
+    boundaries = np.zeros(length, int)
+    boundaries[steps[half:][features[half:] @ weights > 0]] = 1
+    return boundaries, steps[half]
+
+
 def main(_):
     from hmkeras.analysis import boundary_metrics
     from hmkeras.analysis.corpus_references import synthetic_references
     from hmkeras.data.char_splits import word_separators
+    from hmkeras.analysis.word_discovery_report import batch_one_pass
+    from hmkeras.analysis.word_discovery_report import entropies_of
     from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 
     with open(os.path.join(FLAGS.run_dir, "settings.json")) as f:
@@ -87,7 +159,10 @@ def main(_):
         valid_chars=settings["synthetic_valid_chars"],
         test_chars=settings["synthetic_test_chars"])
     text = corpus.text("test")
-    outputs, entropy, _ = read_steps(lm, vocab.encode(text))
+    ids = np.asarray(vocab.encode(text), np.int32)
+    outputs, log_probs = batch_one_pass(lm, ids)
+    entropy = entropies_of(log_probs)
+    surprisal = np.concatenate([-log_probs[np.arange(len(ids) - 1), ids[1:]], [0.0]])
     z = (outputs[:, sum(lm.hierarchical_cell.units):][:, :2] > 0.5).astype(int)
     references = synthetic_references(corpus, "test", text, word_separators("synthetic"))
     phrases = {name: values[: len(z)] for name, values in references["phrases"].items()}
@@ -116,6 +191,23 @@ def main(_):
         quantiles = np.quantile(values, [0.1, 0.5, 0.9]) if len(values) else [np.nan] * 3
         results[f"H at deciding steps: {kind}"] = [float(q) for q in quantiles]
         print(f"{kind:40s} {len(values):6d} " + " ".join(f"{q:6.3f}" for q in quantiles))
+    print(f"\n{'the best threshold on one signal at the z^1 steps':46s} direction  rate      P      R     F1")
+    steps, signals = word_end_signals(entropy, surprisal, z[:, 0])
+    for name, values in signals.items():
+        best = best_threshold(values, steps, phrases, len(z))
+        results[f"best threshold: {name}"] = best
+        print(f"{name:46s} {best['direction']:9s} {best['rate']:5.3f} {best['precision']:6.3f} "
+              f"{best['recall']:6.3f} {best['f1']:6.3f}")
+    states = outputs[:, :sum(lm.hierarchical_cell.units)]
+    is_phrase_end = kinds[steps] == 0
+    boundaries, first = state_read_out(states, steps, is_phrase_end, len(z))
+    second_half = {name: np.where(np.arange(len(z)) >= first, values, 0)
+                   for name, values in phrases.items()}
+    s = boundary_metrics.aligned_boundary_scores(boundaries, second_half).headline
+    results["linear read-out of the states (second half)"] = {
+        "precision": s.precision, "recall": s.recall, "f1": s.f1}
+    print(f"{'linear read-out of [h^1..h^L], second half':46s} {'':9s} "
+          f"{boundaries[first:].mean():5.3f} {s.precision:6.3f} {s.recall:6.3f} {s.f1:6.3f}")
     print(json.dumps(results))
 
 

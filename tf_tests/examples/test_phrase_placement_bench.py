@@ -50,3 +50,44 @@ def test_read_steps_in_chunks_equals_one_pass_with_the_state_carried(monkeypatch
     np.testing.assert_allclose(outputs, np.asarray(rnn_outputs)[0], atol=1e-5)
     np.testing.assert_allclose(entropy, np.asarray(predictive_entropy(logits[0])), atol=1e-5)
     assert embedding.shape == (11, 3)
+
+
+def test_word_end_signals_read_the_steps_at_and_before_each_z1_step():
+    entropy = np.array([0.5, 2.0, 0.1, 0.3, 1.5, 0.2, 0.4])
+    surprisal = np.array([0.6, 2.5, 0.2, 0.1, 1.0, 0.3, 0.0])
+    z1 = np.array([1, 0, 0, 1, 0, 0, 1])  # step 0 has no two steps before it
+    steps, signals = BENCH.word_end_signals(entropy, surprisal, z1)
+    np.testing.assert_array_equal(steps, [3, 6])
+    np.testing.assert_allclose(signals["H_t"], [0.3, 0.4])
+    np.testing.assert_allclose(signals["H_{t-1}"], [0.1, 0.2])
+    np.testing.assert_allclose(signals["H_{t-2}"], [2.0, 1.5])
+    np.testing.assert_allclose(signals["S_{t-1} (of the symbol read at t)"], [0.2, 0.3])
+    np.testing.assert_allclose(signals["S_{t-2}"], [2.5, 1.0])
+    # The segments: steps 0-3 (the first z^1 step, 0, is dropped) and 4-6.
+    np.testing.assert_allclose(signals["segment length"], [4, 3])
+    np.testing.assert_allclose(signals["segment's largest H before t"], [2.0, 1.5])
+
+
+def test_best_threshold_finds_the_signal_that_separates_the_phrase_ends():
+    # z^1 steps 1, 3, 5, 7; phrase ends at 3 and 7, where the signal is low.
+    steps = np.array([1, 3, 5, 7])
+    phrases = {"last_char": np.array([0, 0, 0, 1, 0, 0, 0, 1])}
+    best = BENCH.best_threshold(np.array([5.0, 1.0, 4.0, 2.0]), steps, phrases, 8)
+    assert best["direction"] == "below"
+    assert best["precision"] == best["recall"] == best["f1"] == 1.0
+    assert best["rate"] == 0.25
+    # A signal that does not separate them scores below 1.
+    mixed = BENCH.best_threshold(np.array([1.0, 2.0, 3.0, 4.0]), steps, phrases, 8)
+    assert mixed["f1"] < 1.0
+
+
+def test_state_read_out_is_fitted_on_the_first_half_and_set_on_the_second():
+    rng = np.random.default_rng(0)
+    steps = np.arange(0, 200, 2)
+    is_phrase_end = rng.random(len(steps)) < 0.3
+    states = rng.normal(size=(200, 3))
+    states[steps, 0] = np.where(is_phrase_end, 2.0, -2.0)  # one feature holds the answer
+    boundaries, first = BENCH.state_read_out(states, steps, is_phrase_end, 200)
+    assert first == steps[50]
+    assert boundaries[:first].sum() == 0
+    np.testing.assert_array_equal(boundaries[steps[50:]], is_phrase_end[50:].astype(int))
