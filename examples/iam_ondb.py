@@ -13,7 +13,10 @@ the pen-up point and on the point before it; the best is the headline);
 draws a validation line coloured by the segments of z^2 next to those of
 the pen-ups (Fig. 5, `fig5_segments.png`); exports a stateless step model
 (`step_model/`) and draws sampled handwriting from it (`samples.png`; more
-with `examples/sample_handwriting.py`).
+with `examples/sample_handwriting.py`). On JAX (`KERAS_BACKEND=jax`, with
+TensorFlow installed for the `tf.data` input) it trains and evaluates the
+same way; a SavedModel is TensorFlow's, so there the samples are drawn from
+the model itself (`HandwritingModel.draw`) and nothing is exported.
 
 The HM-LSTM trains the papers' model by default (`--boundary_prior=none`);
 `--boundary_prior=rate` or `binomial` adds the boundary prior
@@ -173,19 +176,26 @@ def line_batches(sequences, batch_size, order=None):
     (`hmkeras.models.handwriting_model.pad_sequences`) whose time axis is
     left unknown: every batch is padded to its own longest line. (A Keras
     `PyDataset` took the shapes of its first two batches, and a later batch
-    of another length stopped the run.)"""
+    of another length stopped the run.) On a backend other than
+    TensorFlow, which compiles a train step for every shape it meets, the
+    longest line is rounded up to a multiple of 64 steps (`padded_length`;
+    padding has weight 0, so the loss is the same)."""
+    import keras
     import tensorflow as tf
 
     from hmkeras.models.handwriting_model import STEP_FEATURES
     from hmkeras.models.handwriting_model import pad_sequences
+    from hmkeras.models.handwriting_model import padded_length
 
     order = np.arange(len(sequences)) if order is None else order
     count = math.ceil(len(order) / batch_size)
+    few_shapes = keras.backend.backend() != "tensorflow"
 
     def batches():
         for index in range(count):
-            rows = order[index * batch_size : (index + 1) * batch_size]
-            yield pad_sequences([sequences[i] for i in rows])
+            lines = [sequences[i] for i in order[index * batch_size : (index + 1) * batch_size]]
+            longest = max(len(line) for line in lines) - 1
+            yield pad_sequences(lines, padded_length(longest) if few_shapes else None)
 
     steps = tf.TensorSpec((None, None, STEP_FEATURES), tf.float32)
     dataset = tf.data.Dataset.from_generator(
@@ -296,16 +306,23 @@ def run(s):
         segmentations["z^2"] = z[:, 1]
     results["fig5_png"] = plot_segments(os.path.join(out_dir, "fig5_segments.png"),
                                         raw_line, segmentations)
-    step_dir = export_handwriting_step_model(model, os.path.join(out_dir, "step_model"),
-                                             mean, std)
-    import tensorflow as tf
+    if keras.backend.backend() == "tensorflow":
+        # The step SavedModel, and the samples drawn from it as a user would.
+        step_dir = export_handwriting_step_model(model, os.path.join(out_dir, "step_model"),
+                                                 mean, std)
+        import tensorflow as tf
 
-    lines = generate_strokes(tf.saved_model.load(step_dir), s["sample_steps"],
-                             s["num_samples"], bias=s["sample_bias"], seed=s["seed"])
+        lines = generate_strokes(tf.saved_model.load(step_dir), s["sample_steps"],
+                                 s["num_samples"], bias=s["sample_bias"], seed=s["seed"])
+        results["step_model"] = step_dir
+    else:  # a SavedModel is TensorFlow's: the samples come from the model itself
+        lines = model.draw(s["sample_steps"], s["num_samples"], offsets=(mean, std),
+                           sampler={"bias": s["sample_bias"], "seed": s["seed"]})
+        results["step_model"] = None
+    results["backend"] = keras.backend.backend()
     results["samples_png"] = plot_handwriting(
         os.path.join(out_dir, "samples.png"), lines,
         [f"sample {i + 1} (bias {s['sample_bias']})" for i in range(len(lines))])
-    results["step_model"] = step_dir
     # A finished run trained on counts the seconds of its results too.
     results["wall_seconds"] = RunClock.of_run(out_dir, started).total()
     write_results(out_dir, results)

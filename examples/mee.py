@@ -181,7 +181,19 @@ def resolve_settings(flag_values):
             raise FlagError(
                 f"--{name} is an option of --encoder={'|'.join(users)} only. Received: "
                 f"--{name}={settings[name]} --encoder={settings['encoder']}")
+    _check_backend()
     return settings
+
+
+def _check_backend():
+    """The MEE model trains on TensorFlow only: another backend is one
+    line, before any file is made."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        raise FlagError(
+            "examples/mee.py trains ExpressionModel, which runs on the TensorFlow backend "
+            f"only: set KERAS_BACKEND=tensorflow. The backend is {keras.backend.backend()!r}.")
 
 
 def load_split(split, lengths, size, seed):

@@ -8,7 +8,9 @@ TensorFlow. A package imports those names only when TensorFlow is
 installed (`available()`); without it, reading one of them raises an
 `ImportError` of one line that names the feature and what to install
 (`missing_names`), and so does importing a package that needs TensorFlow
-throughout (`require_tensorflow`).
+throughout (`require_tensorflow`). The models whose training step is
+TensorFlow's alone (the RRNet language model, `ExpressionModel`) refuse
+another Keras backend in one line too (`require_tensorflow_backend`).
 
 Examples:
 
@@ -58,3 +60,21 @@ def missing_names(package, names):
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def require_tensorflow_backend(feature):
+    """Raises a one-line `ValueError` naming `feature` unless Keras runs
+    on the TensorFlow backend (for a model whose training step is
+    TensorFlow's alone).
+
+    On JAX, `ExpressionModel()` raises `ValueError: ExpressionModel
+    trains on the TensorFlow backend only: set KERAS_BACKEND=tensorflow
+    (...). The backend is 'jax'.`
+    """
+    import keras
+
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise ValueError(
+            f"{feature} trains on the TensorFlow backend only: set KERAS_BACKEND=tensorflow "
+            f"(with 'hmkeras[cpu]' or 'hmkeras[gpu]' installed). The backend is {backend!r}.")

@@ -208,3 +208,33 @@ HAS_FLOAT64 = BACKEND == "tensorflow"
 #: (`boundary_mode="sample"`, REINFORCE): on JAX only an eager, unrolled
 #: loop gives each step its own draws (a traced one is refused).
 DRAWING_LOOP = {"unroll": True} if BACKEND == "jax" else {}
+
+
+def jax_run_against_tensorflow(child, tmp_path):
+    """`(want, got)`: the `.npz` files that the script `child` wrote when
+    run as `python -c child OUT WEIGHTS`, first with KERAS_BACKEND=tensorflow
+    (it saves its initial weights to WEIGHTS), then with KERAS_BACKEND=jax
+    (it loads them), each in a process of its own. Asserts that both
+    runs succeeded and wrote the same keys."""
+    import os
+    import subprocess
+    import sys
+
+    weights = str(tmp_path / "initial.npz")
+    outputs = {}
+    for backend in ("tensorflow", "jax"):
+        outputs[backend] = str(tmp_path / f"{backend}.npz")
+        result = subprocess.run(
+            [sys.executable, "-c", child, outputs[backend], weights],
+            env={**os.environ, "KERAS_BACKEND": backend}, capture_output=True, text=True,
+            timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+    want, got = np.load(outputs["tensorflow"]), np.load(outputs["jax"])
+    assert set(got.files) == set(want.files)
+    return want, got
+
+
+def assert_runs_agree(want, got, rtol=1e-4, atol=5e-5):
+    """Every array of the two `.npz` runs agrees to float32 rounding."""
+    for key in sorted(want.files):
+        np.testing.assert_allclose(got[key], want[key], rtol=rtol, atol=atol, err_msg=key)

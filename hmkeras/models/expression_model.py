@@ -51,6 +51,7 @@ import tensorflow as tf
 
 from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
+from hmkeras import tensorflow_features
 from hmkeras.cells.recurrent_recursive_cell import MEMORIES
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
@@ -189,6 +190,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                  reward=None, decoder="autoregressive", recur_bias=0.0,
                  operations_per_token=None, memory=None, baseline=None,
                  tree_samples=None, seed=None, **kwargs):
+        tensorflow_features.require_tensorflow_backend("ExpressionModel")
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)

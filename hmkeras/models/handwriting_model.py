@@ -201,6 +201,38 @@ class HandwritingModel(CharLanguageModel):
         would run the recurrence op by op."""
         return self.network.predict_on_batch([inputs, *self.zero_state(len(inputs))])
 
+    def draw(self, num_steps, num_samples=1, offsets=((0.0, 0.0), (1.0, 1.0)),
+             sampler=None):
+        """Draws handwriting from the model itself, on any backend.
+
+        The loop of `hmkeras.training.handwriting_step_export.
+        generate_strokes` (`draw_strokes`: every row from the zero state
+        and a pen-up step, then its own samples), each step through Keras'
+        compiled predict function instead of an exported step model; the
+        same weights and seed draw the same lines as the export.
+
+        Args:
+            num_steps: Steps to draw per row.
+            num_samples: Rows drawn together.
+            offsets: `(mean, std)`, the normalization of the offsets the
+                model was trained on.
+            sampler: Optional dict of `sample_mixture`'s `bias` and
+                `temperature` and the `seed` (defaults 0, 1 and 0).
+
+        Returns:
+            List of `num_samples` `(num_steps, 3)` float32 arrays of raw
+            (denormalized) `(dx, dy, pen_up)`.
+        """
+        from hmkeras.training.handwriting_step_export import draw_strokes
+
+        sampler = {"bias": 0.0, "temperature": 1.0, "seed": 0, **(sampler or {})}
+
+        def read(strokes, state):
+            params, _, *state = self.network.predict_on_batch([strokes[:, None], *state])
+            return params[:, 0], state
+
+        return draw_strokes(read, self.zero_state(num_samples), offsets, num_steps, sampler)
+
     def sequence_log_likelihoods(self, sequences, batch_size=16):
         """Log-likelihood (nats) of every sequence (Chung et al. Table 3).
 
@@ -220,7 +252,7 @@ class HandwritingModel(CharLanguageModel):
         for start in range(0, len(sequences), batch_size):
             chunk = sequences[start : start + batch_size]
             inputs, targets, weights = pad_sequences(
-                chunk, _padded_length(max(len(s) for s in chunk) - 1))
+                chunk, padded_length(max(len(s) for s in chunk) - 1))
             params = self._forward(inputs)[0]
             nll = keras.ops.convert_to_numpy(
                 mixture_negative_log_likelihood(params, targets))
@@ -234,13 +266,23 @@ class HandwritingModel(CharLanguageModel):
 _LENGTH_QUANTUM = 64
 
 
-def _padded_length(length):
+def padded_length(length):
+    """`length` rounded up to a multiple of 64 steps: the padded length of
+    a compiled pass, so that sequences of many lengths share a few
+    compiled shapes (`examples/iam_ondb.py` pads its training batches so
+    on JAX, which compiles a step per shape).
+
+    Examples:
+
+        >>> padded_length(1), padded_length(64), padded_length(65)
+        (64, 64, 128)
+    """
     return -(-length // _LENGTH_QUANTUM) * _LENGTH_QUANTUM
 
 
 def _padded_in_time(inputs):
-    """`(batch, T, 3)` inputs zero-padded to `_padded_length(T)` steps."""
-    extra = _padded_length(inputs.shape[1]) - inputs.shape[1]
+    """`(batch, T, 3)` inputs zero-padded to `padded_length(T)` steps."""
+    extra = padded_length(inputs.shape[1]) - inputs.shape[1]
     return np.pad(inputs, [(0, 0), (0, extra), (0, 0)])
 
 

@@ -59,6 +59,7 @@ import tensorflow as tf
 
 from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
+from hmkeras import tensorflow_features
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.cells.recurrent_recursive_cell import bracketed_tree
 from hmkeras.models.config_signature import JsonConfig
@@ -182,6 +183,7 @@ class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
     """
 
     def __init__(self, config=None, name=None, **kwargs):
+        tensorflow_features.require_tensorflow_backend("RecurrentRecursiveLanguageModel")
         super().__init__(name=name or "rrnet_word_lm")
         config = resolve_config(
             RecurrentRecursiveLanguageModelConfig, config, kwargs, accept_dict=True

@@ -17,6 +17,9 @@ whose signatures carry the RNN state explicitly, in and out,
 Sampling stays outside the graph (`hmkeras.heads.mixture_density_output
 .sample_mixture` on `params`), so bias, temperature and seed are chosen
 at drawing time; `examples/sample_handwriting.py` does this.
+`generate_strokes` draws from a loaded export; its loop, `draw_strokes`,
+takes any step function, and `HandwritingModel.draw` runs it on the
+model itself (on any backend).
 """
 
 import numpy as np
@@ -142,21 +145,50 @@ def generate_strokes(loaded, num_steps, num_samples=1, bias=0.0, temperature=1.0
         List of `num_samples` `(num_steps, 3)` float32 arrays of raw
         (denormalized) `(dx, dy, pen_up)`.
     """
+    info = loaded.signatures["info"]()
+    step = loaded.signatures["step"]
+
+    def read(strokes, state):
+        out = step(strokes=tf.convert_to_tensor(strokes), **state)
+        return out["params"], {k: v for k, v in out.items() if k.startswith("state_")}
+
+    state = loaded.signatures["zero_state"](batch_size=tf.constant(num_samples))
+    offsets = (info["offset_mean"].numpy(), info["offset_std"].numpy())
+    return draw_strokes(read, state, offsets, num_steps,
+                        dict(bias=bias, temperature=temperature, seed=seed))
+
+
+def draw_strokes(read, state, offsets, num_steps, sampler):
+    """The drawing loop of `generate_strokes` (and of `HandwritingModel.
+    draw`, on any backend) over a step function of its own.
+
+    Args:
+        read: `(strokes, state) -> (params, state)`: the mixture parameters
+            `(rows, 6M+1)` of the next step after the `(rows, 3)`
+            normalized `strokes`, and the new state.
+        state: The rows' zero state, as `read` takes it.
+        offsets: `(mean, std)`, the normalization of the offsets.
+        num_steps: Steps to draw per row.
+        sampler: `sample_mixture`'s `bias` and `temperature`, and the
+            `seed` of a `keras.random.SeedGenerator`.
+
+    Returns:
+        List of one `(num_steps, 3)` float32 array per row of raw
+        (denormalized) `(dx, dy, pen_up)`.
+    """
     import keras
 
-    info = loaded.signatures["info"]()
-    mean, std = info["offset_mean"].numpy(), info["offset_std"].numpy()
-    step = loaded.signatures["step"]
-    state = loaded.signatures["zero_state"](batch_size=tf.constant(num_samples))
+    mean, std = (np.asarray(v, np.float32) for v in offsets)
+    rows = int(np.shape(keras.tree.flatten(state)[0])[0])
     start = np.concatenate([-mean / std, [1.0]]).astype(np.float32)
-    x = tf.constant(np.tile(start, (num_samples, 1)))
-    generator = keras.random.SeedGenerator(seed)
+    x = np.tile(start, (rows, 1))
+    generator = keras.random.SeedGenerator(sampler["seed"])
     drawn = []
     for _ in range(num_steps):
-        out = step(strokes=x, **state)
-        state = {k: v for k, v in out.items() if k.startswith("state_")}
-        x = tf.convert_to_tensor(sample_mixture(out["params"], bias=bias,
-                                                temperature=temperature, seed=generator))
-        drawn.append(x.numpy())
-    rows = np.stack(drawn, axis=1) if drawn else np.zeros((num_samples, 0, 3), np.float32)
-    return [denormalize_offsets(row, mean, std) for row in rows]
+        params, state = read(x, state)
+        x = keras.ops.convert_to_numpy(sample_mixture(
+            params, bias=sampler["bias"], temperature=sampler["temperature"],
+            seed=generator)).astype(np.float32)
+        drawn.append(x)
+    lines = np.stack(drawn, axis=1) if drawn else np.zeros((rows, 0, 3), np.float32)
+    return [denormalize_offsets(line, mean, std) for line in lines]

@@ -20,13 +20,17 @@ counts neither as steps nor as boundaries; and it logs
 
 Batches are `(inputs, targets, weights)` as made by
 `hmkeras.models.handwriting_model.pad_sequences`.
+
+The steps are written in `keras.ops`: on TensorFlow the train step is a
+`tf.GradientTape` step (under `tf.distribute` too), on JAX the same
+computation made stateless (`hmkeras.training.stateless_steps`).
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
-from hmkeras.training import replica_finiteness
+from hmkeras.training import stateless_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 
@@ -70,8 +74,8 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         self.built = True
 
     def _run(self, inputs, training):
-        batch = tf.shape(inputs)[0]
-        zeros = [tf.zeros([batch, size]) for size in self.handwriting_model.state_sizes]
+        batch = ops.shape(inputs)[0]
+        zeros = [ops.zeros((batch, size)) for size in self.handwriting_model.state_sizes]
         params, rnn_outputs, *_ = self.network([inputs, *zeros], training=training)
         return params, rnn_outputs
 
@@ -92,18 +96,18 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         """
         inputs, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
         if weights is None:
-            weights = tf.ones(tf.shape(inputs)[:2])
-        weights = tf.cast(weights, tf.float32)
+            weights = ops.ones(ops.shape(inputs)[:2])
+        weights = ops.cast(weights, "float32")
         params, rnn_outputs = self._run(inputs, training)
         nll = mixture_negative_log_likelihood(params, targets) * weights
-        total = tf.reduce_sum(nll)
-        loss = total / tf.maximum(tf.reduce_sum(weights), 1.0)
+        total = ops.sum(nll)
+        loss = total / ops.maximum(ops.sum(weights), 1.0)
         penalty = sum(self.network.losses) if self.network.losses else 0.0
         prior = self.handwriting_model.boundary_prior
         if training and prior is not None:
             # Padded steps (weight 0) count neither as steps nor as boundaries.
-            penalty += tf.cast(prior(rnn_outputs, mask=weights), loss.dtype)
-        per_sequence = total / tf.cast(tf.shape(inputs)[0], tf.float32)
+            penalty += ops.cast(prior(rnn_outputs, mask=weights), loss.dtype)
+        per_sequence = total / ops.cast(ops.shape(inputs)[0], "float32")
         return loss + penalty, per_sequence, rnn_outputs, weights
 
     def _logs(self, loss, per_sequence, rnn_outputs, weights):
@@ -113,14 +117,32 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
                 "nll_per_sequence": self.sequence_tracker.result()}
         model = self.handwriting_model
         if model.is_hierarchical:
-            z = tf.cast(model.boundaries(rnn_outputs), tf.float32)
-            rates = tf.reduce_sum(z * weights[..., None], axis=[0, 1]) / tf.maximum(
-                tf.reduce_sum(weights), 1.0)
+            z = ops.cast(model.boundaries(rnn_outputs), "float32")
+            rates = ops.sum(z * weights[..., None], axis=(0, 1)) / ops.maximum(
+                ops.sum(weights), 1.0)
             for index in range(model.hierarchical_cell.num_layers - 1):
                 logs[f"z_rate_{index + 1}"] = rates[index]
         return logs
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        """One step. Keras calls it with `(data)` on TensorFlow and with
+        `(state, data)` on JAX, whose step is stateless."""
+        if keras.backend.backend() == "jax":
+            state, data = args
+
+            def forward():
+                loss, *aux = self._sequence_losses(data, True)
+                return loss, aux
+
+            return stateless_steps.train_step(
+                self, state, forward, lambda loss, aux: self._logs(loss, *aux))
+        return self._tensorflow_train_step(*args)
+
+    def _tensorflow_train_step(self, data):
+        import tensorflow as tf
+
+        from hmkeras.training import replica_finiteness
+
         with tf.GradientTape() as tape:
             loss, per_sequence, rnn_outputs, weights = self._sequence_losses(data, True)
             scaled = self.optimizer.scale_loss(loss)
@@ -130,8 +152,13 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         self.optimizer.apply(gradients, variables)
         return self._logs(loss, per_sequence, rnn_outputs, weights)
 
-    def test_step(self, data):
-        return self._logs(*self._sequence_losses(data, False))
+    def test_step(self, *args):
+        """One evaluation step: `(data)` on TensorFlow, `(state, data)` on JAX."""
+        if keras.backend.backend() == "jax":
+            state, data = args
+            return stateless_steps.test_step(
+                self, state, lambda: self._logs(*self._sequence_losses(data, False)))
+        return self._logs(*self._sequence_losses(args[0], False))
 
     @property
     def metrics(self):

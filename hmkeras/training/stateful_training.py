@@ -12,7 +12,8 @@ right initial state (Chung et al. Sec. 4.1 train on windows of 100 with the
 state carried over).
 
 On JAX the step is stateless, as Keras' JAX trainer asks
-(`_stateless_train_step`); it computes what the TensorFlow step does.
+(`hmkeras.training.stateless_steps`); it computes what the TensorFlow
+step does.
 
 Because the carried state lives in variables it is part of
 `model.weights`: `save_weights` / `hmkeras.training.training_state` checkpoint it
@@ -53,6 +54,7 @@ import tensorflow as tf
 
 from hmkeras import argument_checks
 from hmkeras.training import replica_finiteness
+from hmkeras.training import stateless_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 _LN2 = math.log(2.0)
@@ -267,45 +269,24 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
 
     def _stateless_train_step(self, state, data):
         """The step on JAX: the TensorFlow step's, on the values in `state`
-        (`(trainable, non_trainable, optimizer, metrics)`, in the order of
-        the model's variable lists), which it returns updated.
-
-        The forward pass runs in a `keras.StatelessScope` over those
-        values, which records the carried state's assignment and collects
-        the network's losses; `jax.value_and_grad` differentiates Keras'
-        `compute_loss`; the optimizer applies the gradients with
-        `stateless_apply`. Under `keras.distribution` the step sees the
-        whole batch, sharded, so nothing is all-reduced here.
+        (`stateless_steps.train_step`: the carried state's assignment is
+        recorded, the network's losses collected). Under
+        `keras.distribution` the step sees the whole batch, sharded, so
+        nothing is all-reduced here.
         """
-        import jax  # the backend's own
-
-        trainable, non_trainable, optimizer_values, metrics_values = state
         (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
 
-        def scaled_loss_and_updates(trainable):
-            mapping = (list(zip(self.trainable_variables, trainable))
-                       + list(zip(self.non_trainable_variables, non_trainable)))
-            with keras.StatelessScope(state_mapping=mapping, collect_losses=True) as scope:
-                logits, rnn_outputs, *final = self.network(
-                    [x, *self._initial_state(x, row_ids)], training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
-                if self.carry_state:
-                    self._store_state(final, row_ids)
-            updated = _scope_values(scope, self.non_trainable_variables)
-            optimizer_mapping = list(zip(self.optimizer.variables, optimizer_values))
-            with keras.StatelessScope(state_mapping=optimizer_mapping):
-                scaled = self.optimizer.scale_loss(loss)
-            return scaled, (loss, logits, rnn_outputs, updated)
+        def forward():
+            logits, rnn_outputs, *final = self.network(
+                [x, *self._initial_state(x, row_ids)], training=True)
+            loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
+            if self.carry_state:
+                self._store_state(final, row_ids)
+            return loss, (logits, rnn_outputs)
 
-        (_, (loss, logits, rnn_outputs, non_trainable)), gradients = jax.value_and_grad(
-            scaled_loss_and_updates, has_aux=True)(trainable)
-        trainable, optimizer_values = self.optimizer.stateless_apply(
-            optimizer_values, gradients, trainable)
-        with keras.StatelessScope(
-                state_mapping=list(zip(self.metrics_variables, metrics_values))) as scope:
-            logs = self._update_metrics(loss, y, logits, rnn_outputs, replicas=1)
-        metrics_values = _scope_values(scope, self.metrics_variables)
-        return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+        return stateless_steps.train_step(
+            self, state, forward,
+            lambda loss, aux: self._update_metrics(loss, y, *aux, replicas=1))
 
     def _update_metrics(self, loss, y, logits, rnn_outputs, replicas):
         """The step's logs: the metrics updated with this batch (`loss`,
@@ -347,16 +328,6 @@ def _replicas():
     if keras.backend.backend() != "tensorflow":
         return 1
     return tf.distribute.get_strategy().num_replicas_in_sync
-
-
-def _scope_values(scope, variables):
-    """The values a `keras.StatelessScope` holds for `variables`: the new
-    value of each it assigned, else the value it was given."""
-    values = []
-    for variable in variables:
-        value = scope.get_current_value(variable)
-        values.append(variable.value if value is None else value)
-    return values
 
 
 def _for_keras_reduction(logs):

@@ -1,5 +1,6 @@
 """examples/iam_ondb.py end to end (--tiny, embedded set), resuming, and
-examples/sample_handwriting.py on the exported step model in a new process."""
+examples/sample_handwriting.py on the exported step model in a new process;
+the same run on JAX."""
 
 import json
 import os
@@ -123,6 +124,29 @@ def test_tiny_run_resume_and_sampling(tmp_path):
         iam_ondb.run(_settings("--tiny", f"--output_dir={char_run}"))
 
 
+@pytest.mark.slow
+def test_tiny_run_on_jax(tmp_path):
+    # The same command under KERAS_BACKEND=jax, in a process of its own: it
+    # trains, evaluates and draws from the model itself (no SavedModel).
+    pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "iam_ondb.py"), "--tiny",
+         "--boundary_prior=rate", f"--output_dir={out}", "--verbose=0"],
+        env={**os.environ, "KERAS_BACKEND": "jax"}, capture_output=True, text=True,
+        timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "results.json") as f:
+        saved = json.load(f)
+    assert saved["backend"] == "jax" and saved["step_model"] is None
+    assert not os.path.exists(out / "step_model")
+    assert np.isfinite(saved["test_log_likelihood_per_sequence"])
+    assert saved["boundary_prior"] == "rate" and len(saved["boundaries"]["z_rates"]) == 2
+    for name in ("fig5_segments.png", "samples.png"):
+        assert _is_png(os.path.join(out, name)), name
+    assert "samples.png" in done.stdout
+
+
 def test_prior_flags_make_the_model_config():
     settings = _settings("--segment_lengths=4,20", "--boundary_prior=binomial")
     assert boundary_prior_flags.prior_arguments(settings) == dict(
@@ -187,3 +211,19 @@ def test_line_batches_of_any_length_after_two_equal_ones():
     trainer.compile(keras.optimizers.Adam(0.01))
     history = trainer.fit(batches, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_line_batches_on_another_backend_are_padded_to_few_lengths(monkeypatch):
+    """On JAX (any backend but TensorFlow, which reads the name) every batch
+    is padded to a multiple of 64 steps, with weight 0 on the padding."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    lines = [rng.normal(size=(n, 3)).astype("float32") for n in (7, 5, 70, 6)]
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    padded = list(iam_ondb.line_batches(lines, 2).as_numpy_iterator())
+    assert [x.shape[1] for x, _, _ in padded] == [64, 128]
+    for (x, y, w), pair in zip(padded, (lines[:2], lines[2:])):
+        assert w.sum() == sum(len(line) - 1 for line in pair)
+        np.testing.assert_array_equal(x[0, : len(pair[0]) - 1], pair[0][:-1])
+        assert not x[w == 0].any() and not y[w == 0].any()

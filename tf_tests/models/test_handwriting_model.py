@@ -1,4 +1,5 @@
-"""HandwritingModel, its trainer and its step export."""
+"""HandwritingModel, its trainer and its step export (the trainer's loss tests
+run on every backend)."""
 
 import json
 import os
@@ -15,6 +16,7 @@ from hmkeras.models.handwriting_model import HandwritingModel
 from hmkeras.models.handwriting_model import HandwritingModelConfig
 from hmkeras.models.handwriting_model import pad_sequences
 from hmkeras.training.handwriting_step_export import export_handwriting_step_model
+from hmkeras.training.handwriting_step_export import generate_strokes
 from hmkeras.training.handwriting_training import HandwritingTrainer
 
 
@@ -53,9 +55,33 @@ def test_log_likelihoods_ignore_padding_and_match_stepping(cell, tmp_path):
         total -= float(mixture_negative_log_likelihood(out["params"], line[t + 1 : t + 2])[0])
         assert ("boundaries" in out) == (cell == "hmlstm")
     assert total == pytest.approx(batched[2], rel=1e-4, abs=1e-3)
+    # Drawn from the model itself, the same seed draws what the export draws.
+    offsets = ((0.5, -1.0), (2.0, 3.0))
+    exported = generate_strokes(loaded, num_steps=6, num_samples=2, bias=0.5, seed=3)
+    drawn = model.draw(6, 2, offsets=offsets, sampler={"bias": 0.5, "seed": 3})
+    assert [line.shape for line in drawn] == [(6, 3), (6, 3)]
+    for a, b in zip(exported, drawn):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.every_backend
+def test_draw_from_the_model_is_seeded_and_denormalized():
+    model = HandwritingModel(units=5, output_units=4, num_components=2, seed=1)
+    offsets = ((0.5, -1.0), (2.0, 3.0))
+    first = model.draw(5, 3, offsets=offsets, sampler={"seed": 7})
+    again = model.draw(5, 3, offsets=offsets, sampler={"seed": 7})
+    other = model.draw(5, 3, offsets=offsets, sampler={"seed": 8})
+    assert [line.shape for line in first] == [(5, 3)] * 3
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other))
+    for line in first:
+        assert np.isin(line[:, 2], [0.0, 1.0]).all()  # pen up or down
+        assert np.isfinite(line).all()
 
 
 @pytest.mark.slow
+@pytest.mark.every_backend
 def test_trainer_loss_is_the_masked_step_mean_and_training_helps():
     rng = np.random.default_rng(1)
     keras.utils.set_random_seed(2)  # the run's seed: `fit` shuffles the lines
@@ -108,6 +134,7 @@ def _numpy_prior(form, z, weights, segment_lengths):
     return total / steps.sum()
 
 
+@pytest.mark.every_backend
 @pytest.mark.parametrize("form", ["rate", "binomial", None])
 def test_training_loss_adds_the_masked_boundary_prior(form):
     rng = np.random.default_rng(3)
