@@ -54,6 +54,7 @@ from hmkeras.models.config_signature import JsonConfig
 from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.initializer_seeds import seeded_initializers
+from hmkeras.training.handwriting_step_export import draw_strokes
 
 #: Features per step: dx, dy, pen_up.
 STEP_FEATURES = 3
@@ -223,8 +224,6 @@ class HandwritingModel(CharLanguageModel):
             List of `num_samples` `(num_steps, 3)` float32 arrays of raw
             (denormalized) `(dx, dy, pen_up)`.
         """
-        from hmkeras.training.handwriting_step_export import draw_strokes
-
         sampler = {"bias": 0.0, "temperature": 1.0, "seed": 0, **(sampler or {})}
 
         def read(strokes, state):

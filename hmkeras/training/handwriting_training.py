@@ -27,9 +27,11 @@ computation made stateless (`hmkeras.training.stateless_steps`).
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
+from hmkeras.training import replica_finiteness
 from hmkeras.training import stateless_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
@@ -139,10 +141,6 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         return self._tensorflow_train_step(*args)
 
     def _tensorflow_train_step(self, data):
-        import tensorflow as tf
-
-        from hmkeras.training import replica_finiteness
-
         with tf.GradientTape() as tape:
             loss, per_sequence, rnn_outputs, weights = self._sequence_losses(data, True)
             scaled = self.optimizer.scale_loss(loss)
