@@ -146,9 +146,9 @@ def state_read_out(states, steps, is_phrase_end, length):
 def main(_):
     from hmkeras.analysis import boundary_metrics
     from hmkeras.analysis.corpus_references import synthetic_references
-    from hmkeras.data.char_splits import word_separators
     from hmkeras.analysis.word_discovery_report import batch_one_pass
     from hmkeras.analysis.word_discovery_report import entropies_of
+    from hmkeras.data.char_splits import word_separators
     from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 
     with open(os.path.join(FLAGS.run_dir, "settings.json")) as f:

@@ -55,6 +55,7 @@ from absl import flags
 
 from command_line import FlagError  # examples/command_line.py
 from command_line import absl_main
+from command_line import flag_errors
 from command_line import run_script
 from command_line import settings_from_flags
 
@@ -181,19 +182,11 @@ def resolve_settings(flag_values):
             raise FlagError(
                 f"--{name} is an option of --encoder={'|'.join(users)} only. Received: "
                 f"--{name}={settings[name]} --encoder={settings['encoder']}")
-    _check_backend()
+    from hmkeras import tensorflow_features
+
+    with flag_errors(ValueError):  # another backend: one line, before any file is made
+        tensorflow_features.require_tensorflow_backend("ExpressionModel (examples/mee.py)")
     return settings
-
-
-def _check_backend():
-    """The MEE model trains on TensorFlow only: another backend is one
-    line, before any file is made."""
-    import keras
-
-    if keras.backend.backend() != "tensorflow":
-        raise FlagError(
-            "examples/mee.py trains ExpressionModel, which runs on the TensorFlow backend "
-            f"only: set KERAS_BACKEND=tensorflow. The backend is {keras.backend.backend()!r}.")
 
 
 def load_split(split, lengths, size, seed):

@@ -231,13 +231,6 @@ ONLY_WITH = (
 )
 
 
-def keras_backend():
-    """The name of the Keras backend (`keras.backend.backend()`)."""
-    import keras
-
-    return keras.backend.backend()
-
-
 def resolve_settings(flag_values):
     """Settings: the dataset's preset, then --tiny, then explicit flags."""
     overrides = dict(PRESETS[flag_values.dataset])
@@ -257,10 +250,12 @@ def resolve_settings(flag_values):
         raise FlagError("--cell=rrnet has one layer and no wrapper (Jacob et al. 2018, "
                         f"Sec. 3.3). Received: --num_layers={s['num_layers']} "
                         f"--wrapper={s['wrapper']}")
-    if s["cell"] == "rrnet" and keras_backend() != "tensorflow":
-        raise FlagError("--cell=rrnet trains RecurrentRecursiveLanguageModel, which runs on "
-                        "the TensorFlow backend only: set KERAS_BACKEND=tensorflow. The "
-                        f"backend is {keras_backend()!r}.")
+    if s["cell"] == "rrnet":
+        from hmkeras import tensorflow_features
+
+        with flag_errors(ValueError):  # another backend: one line, before any file is made
+            tensorflow_features.require_tensorflow_backend(
+                "RecurrentRecursiveLanguageModel (--cell=rrnet)")
     if s["cell"] == "hmlstm" and s["num_layers"] < 2:
         raise FlagError("--cell=hmlstm is a hierarchy: --num_layers must be at least 2. "
                         f"Received: --num_layers={s['num_layers']}")
