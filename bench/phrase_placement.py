@@ -19,11 +19,14 @@ prints:
   the phrase ends: the best a rule that ranks by uncertainty can do;
 * for each of several signals of the model's uncertainty around a `z^1`
   step (`word_end_signals`: the entropy and the surprisal at the step and
-  the two before it, the length of the `z^1` segment, its largest
+  the two before it, the larger and the sum of the entropies at the two
+  steps before it, the length of the `z^1` segment, its largest
   entropy), `z^2` put on the `z^1` steps where the signal is above (or
   below) a threshold, at the threshold that scores best against the
   phrase ends (`best_threshold`): a bound on any target rule that reads
-  that signal alone, chosen with the labels;
+  that signal alone, chosen with the labels; and beside it `z^2` where
+  the signal is above its mean over the `z^1` steps (`mean_threshold`),
+  the label-free rule that Eq. (1) would apply to that signal;
 * a linear read-out of the states `[h^1 | .. | h^L]` at the `z^1` steps,
   fitted by least squares to the phrase ends of the first half of the
   text and scored on the second (`state_read_out`): whether what a
@@ -100,6 +103,8 @@ def word_end_signals(entropy, surprisal, z1):
         "H_t": entropy[steps],
         "H_{t-1}": entropy[steps - 1],
         "H_{t-2}": entropy[steps - 2],
+        "max(H_{t-1}, H_{t-2})": np.maximum(entropy[steps - 1], entropy[steps - 2]),
+        "H_{t-1} + H_{t-2}": entropy[steps - 1] + entropy[steps - 2],
         "S_{t-1} (of the symbol read at t)": surprisal[steps - 1],
         "S_{t-2}": surprisal[steps - 2],
         "segment length": (steps - starts + 1).astype(float),
@@ -126,6 +131,20 @@ def best_threshold(values, steps, references, length):
                         "rate": float(boundaries.mean()), "precision": s.precision,
                         "recall": s.recall, "f1": s.f1}
     return best
+
+
+def mean_threshold(values, steps, references, length):
+    """Boundary scores against `references` of boundaries at the `steps`
+    whose `values` lie above their mean over the `steps`: the rule of
+    Eq. (1) applied to another signal, which needs no label.
+    `{"rate", "precision", "recall", "f1"}`."""
+    from hmkeras.analysis import boundary_metrics
+
+    boundaries = np.zeros(length, int)
+    boundaries[steps[values > values.mean()]] = 1
+    s = boundary_metrics.aligned_boundary_scores(boundaries, references).headline
+    return {"rate": float(boundaries.mean()), "precision": s.precision, "recall": s.recall,
+            "f1": s.f1}
 
 
 def state_read_out(states, steps, is_phrase_end, length):
@@ -191,13 +210,18 @@ def main(_):
         quantiles = np.quantile(values, [0.1, 0.5, 0.9]) if len(values) else [np.nan] * 3
         results[f"H at deciding steps: {kind}"] = [float(q) for q in quantiles]
         print(f"{kind:40s} {len(values):6d} " + " ".join(f"{q:6.3f}" for q in quantiles))
-    print(f"\n{'the best threshold on one signal at the z^1 steps':46s} direction  rate      P      R     F1")
+    print(f"\n{'the best threshold on one signal at the z^1 steps':46s} direction  rate      P      R     F1"
+          "   above its mean: rate      P      R     F1")
     steps, signals = word_end_signals(entropy, surprisal, z[:, 0])
     for name, values in signals.items():
         best = best_threshold(values, steps, phrases, len(z))
+        above = mean_threshold(values, steps, phrases, len(z))
         results[f"best threshold: {name}"] = best
+        results[f"above its mean: {name}"] = above
         print(f"{name:46s} {best['direction']:9s} {best['rate']:5.3f} {best['precision']:6.3f} "
-              f"{best['recall']:6.3f} {best['f1']:6.3f}")
+              f"{best['recall']:6.3f} {best['f1']:6.3f}" + " " * 16
+              + f"{above['rate']:5.3f} {above['precision']:6.3f} {above['recall']:6.3f} "
+              f"{above['f1']:6.3f}")
     states = outputs[:, :sum(lm.hierarchical_cell.units)]
     is_phrase_end = kinds[steps] == 0
     boundaries, first = state_read_out(states, steps, is_phrase_end, len(z))

@@ -63,6 +63,8 @@ def test_word_end_signals_read_the_steps_at_and_before_each_z1_step():
     np.testing.assert_allclose(signals["H_{t-2}"], [2.0, 1.5])
     np.testing.assert_allclose(signals["S_{t-1} (of the symbol read at t)"], [0.2, 0.3])
     np.testing.assert_allclose(signals["S_{t-2}"], [2.5, 1.0])
+    np.testing.assert_allclose(signals["max(H_{t-1}, H_{t-2})"], [2.0, 1.5])
+    np.testing.assert_allclose(signals["H_{t-1} + H_{t-2}"], [2.1, 1.7])
     # The segments: steps 0-3 (the first z^1 step, 0, is dropped) and 4-6.
     np.testing.assert_allclose(signals["segment length"], [4, 3])
     np.testing.assert_allclose(signals["segment's largest H before t"], [2.0, 1.5])
@@ -79,6 +81,18 @@ def test_best_threshold_finds_the_signal_that_separates_the_phrase_ends():
     # A signal that does not separate them scores below 1.
     mixed = BENCH.best_threshold(np.array([1.0, 2.0, 3.0, 4.0]), steps, phrases, 8)
     assert mixed["f1"] < 1.0
+
+
+def test_mean_threshold_keeps_the_steps_above_the_mean_of_the_signal():
+    # z^1 steps 1, 3, 5, 7 (signal mean 3); phrase ends at 3 and 5.
+    steps = np.array([1, 3, 5, 7])
+    phrases = {"last_char": np.array([0, 0, 0, 1, 0, 1, 0, 0])}
+    # Above the mean: steps 3 and 7 -> one of two right, one of two found.
+    scores = BENCH.mean_threshold(np.array([1.0, 4.0, 2.0, 5.0]), steps, phrases, 8)
+    assert scores["rate"] == 0.25
+    assert scores["precision"] == scores["recall"] == scores["f1"] == 0.5
+    exact = BENCH.mean_threshold(np.array([1.0, 5.0, 5.0, 1.0]), steps, phrases, 8)
+    assert exact["precision"] == exact["recall"] == 1.0
 
 
 def test_state_read_out_is_fitted_on_the_first_half_and_set_on_the_second():
