@@ -112,39 +112,39 @@ def word_end_signals(entropy, surprisal, z1):
     }
 
 
+def chosen_scores(chosen, steps, references, length):
+    """`{"rate", "precision", "recall", "f1"}` against `references`
+    (`{alignment: 0/1 array}`) of boundaries at the `steps` where
+    `chosen` is true, in a text of `length` steps."""
+    from hmkeras.analysis import boundary_metrics
+
+    boundaries = np.zeros(length, int)
+    boundaries[steps[chosen]] = 1
+    s = boundary_metrics.aligned_boundary_scores(boundaries, references).headline
+    return {"rate": float(boundaries.mean()), "precision": s.precision, "recall": s.recall,
+            "f1": s.f1}
+
+
 def best_threshold(values, steps, references, length):
     """The best boundary F1 against `references` (`{alignment: 0/1
     array}`) of boundaries at the `steps` whose `values` lie above a
     threshold, or below one, over the thresholds at the 1 %-99 %
     quantiles: `{"direction", "threshold", "rate", "precision",
     "recall", "f1"}`."""
-    from hmkeras.analysis import boundary_metrics
-
     best = {"f1": -1.0}
     for threshold in np.unique(np.quantile(values, np.linspace(0.01, 0.99, 99))):
         for direction, chosen in (("above", values > threshold), ("below", values < threshold)):
-            boundaries = np.zeros(length, int)
-            boundaries[steps[chosen]] = 1
-            s = boundary_metrics.aligned_boundary_scores(boundaries, references).headline
-            if s.f1 > best["f1"]:
-                best = {"direction": direction, "threshold": float(threshold),
-                        "rate": float(boundaries.mean()), "precision": s.precision,
-                        "recall": s.recall, "f1": s.f1}
+            scores = chosen_scores(chosen, steps, references, length)
+            if scores["f1"] > best["f1"]:
+                best = {"direction": direction, "threshold": float(threshold), **scores}
     return best
 
 
 def mean_threshold(values, steps, references, length):
-    """Boundary scores against `references` of boundaries at the `steps`
-    whose `values` lie above their mean over the `steps`: the rule of
-    Eq. (1) applied to another signal, which needs no label.
-    `{"rate", "precision", "recall", "f1"}`."""
-    from hmkeras.analysis import boundary_metrics
-
-    boundaries = np.zeros(length, int)
-    boundaries[steps[values > values.mean()]] = 1
-    s = boundary_metrics.aligned_boundary_scores(boundaries, references).headline
-    return {"rate": float(boundaries.mean()), "precision": s.precision, "recall": s.recall,
-            "f1": s.f1}
+    """`chosen_scores` of boundaries at the `steps` whose `values` lie
+    above their mean over the `steps`: the rule of Eq. (1) applied to
+    another signal, which needs no label."""
+    return chosen_scores(values > values.mean(), steps, references, length)
 
 
 def state_read_out(states, steps, is_phrase_end, length):
