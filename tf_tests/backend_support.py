@@ -210,6 +210,17 @@ HAS_FLOAT64 = BACKEND == "tensorflow"
 DRAWING_LOOP = {"unroll": True} if BACKEND == "jax" else {}
 
 
+def host_devices_environment(count):
+    """`os.environ` for a child process whose JAX sees `count` host CPU
+    devices: `--xla_force_host_platform_device_count` appended to the
+    `XLA_FLAGS` the tests run with (`conftest.py`'s compile flags kept).
+    It must be set before JAX starts, so only a new process can have it."""
+    import os
+
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}"
+    return {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags.strip()}
+
+
 def jax_run_against_tensorflow(child, tmp_path):
     """`(want, got)`: the `.npz` files that the script `child` wrote when
     run as `python -c child OUT WEIGHTS`, first with KERAS_BACKEND=tensorflow

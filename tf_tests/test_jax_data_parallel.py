@@ -17,6 +17,7 @@ import sys
 import textwrap
 
 import pytest
+from backend_support import host_devices_environment
 
 CHILD = textwrap.dedent("""
     import json
@@ -60,10 +61,7 @@ CHILD = textwrap.dedent("""
 @pytest.mark.slow
 def test_hm_lstm_with_prior_and_placement_trains_on_two_devices_as_on_one():
     pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
-    env = {**os.environ, "KERAS_BACKEND": "jax",
-           # The test flags of conftest.py kept.
-           "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")
-           + " --xla_force_host_platform_device_count=2"}
+    env = host_devices_environment(2)
     result = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from backend_support import host_devices_environment
 from example_modules import ROOT
 
 COMMON = ["--preset=quick", "--tiny", "--synthetic_train_chars=900", "--max_epochs=2",
@@ -25,10 +26,7 @@ COMMON = ["--preset=quick", "--tiny", "--synthetic_train_chars=900", "--max_epoc
 
 def _run_on_jax(*args, devices=1, succeeds=True):
     """ptb_char.py's stdout (`succeeds`), or the one line it fails with."""
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    if devices > 1:  # before JAX starts in the child
-        env["XLA_FLAGS"] = (f"{os.environ.get('XLA_FLAGS', '')}"  # conftest.py's kept
-                            f" --xla_force_host_platform_device_count={devices}")
+    env = host_devices_environment(devices)
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "ptb_char.py"), *COMMON, *args],
         env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
