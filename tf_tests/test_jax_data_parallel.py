@@ -11,7 +11,6 @@ compares a step of `fit` on both with the same step on one device.
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
