@@ -28,12 +28,6 @@ import hmkeras
 BATCH = 2
 STEPS = 5
 FEATURES = 3
-# Refused on JAX (`argument_checks.check_draws_per_step`): a traced loop
-# cannot give each step its own draws.
-_REINFORCE_IN_A_TRACED_LOOP = (
-    {"xla_training": "REINFORCE draws at every step, refused in a traced JAX loop"}
-    if keras.backend.backend() == "jax" else {}
-)
 
 #: The checks, in the order the test file runs them.
 CHECKS = (
@@ -298,7 +292,6 @@ def _cases():
                 4, max_depth=2, mode="reinforce", operations_per_token=3, seed=1, **kw),
             float_inputs(), recurrent_recursive_weights(FEATURES, 4),
             (STEPS, 4 + 3 + 2), is_cell=True, masking="rnn",
-            skips=_REINFORCE_IN_A_TRACED_LOOP,
         ),
         LayerCase(
             # The loop that opens its cell's sequence (dropout masks).

@@ -28,6 +28,7 @@ import numpy as np
 from keras import ops
 
 from hmkeras import argument_checks
+from hmkeras.cells import step_sampler
 from hmkeras.cells import tensor_stack
 from hmkeras.cells.independent_initializers import independent_draw
 
@@ -87,7 +88,13 @@ class RecurrentRecursiveCell(keras.layers.Layer):
     State (a flat list): `[h, c, stack, depth]` with `h`, `c` of shape
     `(batch, units)`, `stack` `(batch, max_depth * slot_size)` (`slot_size`
     is `units`, or `2 * units` with `memory="tree"`) and `depth`
-    `(batch, 1)`, a float holding the number of filled slots.
+    `(batch, 1)`, a float holding the number of filled slots; in mode
+    `"reinforce"` a fifth, `(batch, 2)`, counts the sequence's draws
+    (`hmkeras.cells.step_sampler`): the policy samples inside any loop,
+    a traced JAX `lax.scan` too, each draw with a seed of its own. The
+    sequence's first seed is fixed before the loop, by `hmkeras.RNN`
+    (`begin_sampling`) or by `get_initial_state`: a loop given an
+    `initial_state` of its own must be `hmkeras.RNN`.
 
     Inputs: one step `(batch, features)`.  In modes `"supervised"` and
     `"fixed"` the **last feature column** holds the given operation id
@@ -203,7 +210,12 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         self.state_size = [
             self.units, self.units, self.max_depth * self.slot_size, 1,
         ]
+        if self.mode == "reinforce":
+            # The sequence's draw counter (`step_sampler`).
+            self.state_size.append(step_sampler.COUNTER_SIZE)
         self.output_size = self.units + self.operations_per_token + 2
+        self._sequence_seed = None  # the first seed of a sequence's draws
+        self._seed_reserved = False
 
     @property
     def slot_size(self):
@@ -220,6 +232,51 @@ class RecurrentRecursiveCell(keras.layers.Layer):
     def takes_operations(self):
         """Whether the last input column is the given operation id."""
         return self.mode != "reinforce"
+
+    @property
+    def draws_per_step(self):
+        """Policy draws per step in training (mode `"reinforce"`): one, or
+        `operations_per_token - 1` (the last choice is a forced recur)."""
+        if self.mode != "reinforce":
+            return 0
+        return max(self.operations_per_token - 1, 1)
+
+    def begin_sampling(self, steps, training):
+        """Fixes the first seed of the next sequence's draws (`hmkeras.RNN`
+        calls it before its loop): in training the seeds of its `steps`
+        steps are reserved from `seed_generator` (`step_sampler.reserve`)."""
+        if self.mode != "reinforce":
+            return
+        if training:
+            self._sequence_seed = step_sampler.reserve(
+                self.seed_generator, steps, self.draws_per_step)
+        else:  # nothing is drawn
+            self._sequence_seed = self.seed_generator.state.value
+        self._seed_reserved = True
+
+    def end_sampling(self):
+        """Closes what `begin_sampling` opened."""
+        self._seed_reserved = False
+
+    def get_initial_state(self, batch_size=None):
+        """Zero `h`, `c`, stack and depth, and in mode `"reinforce"` a zero
+        draw counter. Outside `begin_sampling` (a loop that reserves no
+        seeds) the sequence's first seed is drawn from `seed_generator`
+        here (`step_sampler.fresh_start`)."""
+        if self.mode == "reinforce" and not self._seed_reserved:
+            self._sequence_seed = step_sampler.fresh_start(self.seed_generator)
+        return [ops.zeros((batch_size, size), dtype=self.compute_dtype)
+                for size in self.state_size]
+
+    def _first_seed(self):
+        """The first seed of the sequence being stepped."""
+        if self._sequence_seed is None:
+            raise ValueError(
+                'RecurrentRecursiveCell(mode="reinforce") samples from seeds fixed '
+                "before the loop: step it in an RNN that makes its initial state "
+                "(`initial_state=None`), or in `hmkeras.RNN`. Received: a step "
+                "with no sequence begun")
+        return self._sequence_seed
 
     def _matrix(self, name, shape, initializer, draw, blocks=1):
         """A weight matrix; with `blocks` > 1 its column blocks (one LSTM
@@ -339,22 +396,26 @@ class RecurrentRecursiveCell(keras.layers.Layer):
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
-        h, c, stack, depth = states
+        states, seed = list(states[:4]), (states[4:] or [None])[0]
         if self.takes_operations:
             x = inputs[:, :-1]
             given = ops.cast(ops.round(inputs[:, -1]), "int32")
         else:
             x, given = inputs, None
         if self.operations_per_token > 1:
-            return self._call_between_tokens(x, states, training)
-        allowed = self.allowed_actions(depth)
-        action, log_prob, entropy = self._choose(h, x, allowed, training, given)
-        h, c, stack, depth = self._apply(action, x, states)
-        output = ops.concatenate(
-            [h, ops.expand_dims(ops.cast(action, h.dtype), -1), log_prob, entropy], axis=-1)
-        return output, [h, c, stack, depth]
+            output, states, seed = self._call_between_tokens(x, states, seed, training)
+        else:
+            allowed = self.allowed_actions(states[3])
+            action, log_prob, entropy, seed = self._choose(
+                states[0], x, allowed, training, given, seed)
+            states = self._apply(action, x, states)
+            h = states[0]
+            output = ops.concatenate(
+                [h, ops.expand_dims(ops.cast(action, h.dtype), -1), log_prob, entropy],
+                axis=-1)
+        return output, states + ([] if seed is None else [seed])
 
-    def _call_between_tokens(self, x, states, training):
+    def _call_between_tokens(self, x, states, seed, training):
         """The paper's reading of one token: up to `operations_per_token - 1`
         splits and merges, which consume nothing, then the recur that
         consumes `x` (Sec. 2: "only recurrent operations consume input
@@ -369,8 +430,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
                 action = ops.full_like(done[:, 0], RECUR, dtype="int32")
                 step_log_prob = step_entropy = ops.zeros_like(log_prob)
             else:
-                action, step_log_prob, step_entropy = self._choose(
-                    states[0], x, self.allowed_actions(states[3]), training)
+                action, step_log_prob, step_entropy, seed = self._choose(
+                    states[0], x, self.allowed_actions(states[3]), training, seed=seed)
             active = ops.logical_not(done)
             new_states = self._apply(action, x, states, recur_only=last)
             states = [ops.where(active, new, old) for new, old in zip(new_states, states)]
@@ -381,15 +442,17 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             done = ops.logical_or(done, ops.expand_dims(ops.equal(action, RECUR), -1))
         actions = ops.cast(ops.stack(actions, axis=-1), states[0].dtype)
         output = ops.concatenate([states[0], actions, log_prob, entropy], axis=-1)
-        return output, states
+        return output, states, seed
 
-    def _choose(self, h, x, allowed, training, given=None):
-        """`(action (batch,) int32, log_prob (batch, 1), entropy (batch, 1))`.
+    def _choose(self, h, x, allowed, training, given=None, seed=None):
+        """`(action (batch,) int32, log_prob (batch, 1), entropy (batch, 1),
+        seed)`.
 
-        Mode "reinforce" samples the action from the policy when training
-        and takes its argmax otherwise; modes "supervised" and "fixed"
-        execute `given`, where it names no possible operation a recur (an
-        error cannot be raised from inside a compiled loop). The
+        Mode "reinforce" samples the action from the policy when training,
+        from the carried `seed` (`step_sampler`; returned moved past the
+        draw), and takes its argmax otherwise; modes "supervised" and
+        "fixed" execute `given`, where it names no possible operation a
+        recur (an error cannot be raised from inside a compiled loop). The
         log-probability and entropy are the policy's (0 without one).
         """
         dtype = h.dtype
@@ -398,10 +461,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             entropy = -ops.sum(ops.exp(log_probs) * log_probs, axis=-1, keepdims=True)
         if self.mode == "reinforce":
             if training:
-                argument_checks.check_draws_per_step(type(self).__name__,
-                                                     'mode="reinforce"', log_probs)
-                action = keras.random.categorical(
-                    log_probs, 1, seed=self.seed_generator, dtype="int32")[:, 0]
+                action, seed = step_sampler.categorical(
+                    log_probs, self.seed_generator, self._first_seed(), seed)
             else:
                 action = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
         else:
@@ -413,10 +474,10 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             action = ops.where(possible, given, RECUR)
         if not self.has_policy:
             zero = ops.zeros_like(h[:, :1])
-            return action, zero, zero
+            return action, zero, zero, seed
         log_prob = ops.sum(
             ops.one_hot(action, 3, dtype=log_probs.dtype) * log_probs, axis=-1, keepdims=True)
-        return action, ops.cast(log_prob, dtype), ops.cast(entropy, dtype)
+        return action, ops.cast(log_prob, dtype), ops.cast(entropy, dtype), seed
 
     def _apply(self, action, x, states, recur_only=False):
         """The state after `action` (Sec. 2's three cells) in every row.

@@ -6,7 +6,10 @@ sequence starts and ends; Keras' own `keras.layers.RNN` says so only to
 Keras' dropout cells. `RNN` is `keras.layers.RNN` that does it for every
 cell it steps: before its time loop it opens the sequence of its cell, of
 each cell of a `keras.layers.StackedRNNCells` and, through them, of the
-cells a wrapper cell holds; after the loop it closes them. Everything
+cells a wrapper cell holds; after the loop it closes them. A cell that
+samples at every step (the RRNet in mode `"reinforce"`) is told the
+sequence's length too, and reserves the seeds of its draws
+(`hmkeras.cells.step_sampler`). Everything
 else is Keras' `RNN`: arguments, masking, `go_backwards`, `unroll`,
 state, configuration. The library's sequence layers (`HMLSTM`, `HMRNN`,
 `MultiplicativeLSTM`) are `RNN`s.
@@ -32,20 +35,26 @@ def _output_size(cell):
     return size[0] if isinstance(size, (list, tuple)) else size
 
 
-def open_sequences(cell, step_input):
+def open_sequences(cell, sequences, training):
     """Opens the sequence of `cell` (of every cell of a `StackedRNNCells`).
 
     Args:
         cell: The cell a loop steps.
-        step_input: One step of the loop's input, `(batch, features)`: fixes
-            the masks' batch size; a stacked cell's input is the output of
-            the cell below, whose size it has.
+        sequences: The loop's input, `(batch, time, features)`: its first
+            step fixes the masks' batch size (a stacked cell's input is
+            the output of the cell below, whose size it has), its length
+            the draws a sampling cell reserves.
+        training: Whether the loop runs in training (a sampling cell
+            draws only then).
     """
-    step_input = ops.convert_to_tensor(step_input)
-    batch = ops.shape(step_input)[0]
+    sequences = ops.convert_to_tensor(sequences)
+    step_input = sequences[:, 0, :]
+    batch, steps = ops.shape(sequences)[0], ops.shape(sequences)[1]
     for inner in _stacked_cells(cell):
         if callable(getattr(inner, "begin_sequence", None)):
             inner.begin_sequence(step_input)
+        if callable(getattr(inner, "begin_sampling", None)):
+            inner.begin_sampling(steps, bool(training))
         step_input = ops.zeros((batch, _output_size(inner)), dtype=step_input.dtype)
 
 
@@ -53,6 +62,8 @@ def close_sequences(cell):
     """Closes what `open_sequences(cell, ...)` opened."""
     for inner in _stacked_cells(cell):
         variational_dropout.end_sequence(inner)
+        if callable(getattr(inner, "end_sampling", None)):
+            inner.end_sampling()
 
 
 def _check_masking_on_jax(layer, mask):
@@ -120,7 +131,7 @@ class RNN(keras.layers.RNN):
     def call(self, sequences, initial_state=None, mask=None, training=False):
         _check_masking_on_jax(self, mask)
         # Per-sequence masks and constants, drawn outside the time loop.
-        open_sequences(self.cell, sequences[:, 0, :])
+        open_sequences(self.cell, sequences, training)
         try:
             return super().call(
                 sequences, initial_state=initial_state, mask=mask, training=training

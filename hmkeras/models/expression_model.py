@@ -327,7 +327,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 cell_inputs = self.cell.pack_inputs(embedded, self.operations_for(inputs))
             else:
                 cell_inputs = embedded
-            outputs, h, c, _, _ = self.encoder(cell_inputs, mask=mask, training=training)
+            outputs, h, c, *_ = self.encoder(cell_inputs, mask=mask, training=training)
             _, actions, log_probs, entropies = self.cell.split_outputs(outputs)
             tree = (actions, log_probs, entropies, tf.cast(mask, log_probs.dtype))
         return self._decode([h, c], digits, training), tree

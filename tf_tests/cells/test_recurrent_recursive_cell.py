@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from keras import ops as kops
 
+import hmkeras
 from hmkeras.cells import tensor_stack
 from hmkeras.cells.recurrent_recursive_cell import MERGE
 from hmkeras.cells.recurrent_recursive_cell import RECUR
@@ -25,16 +26,6 @@ S, M, R = SPLIT, MERGE, RECUR
 
 def _np(x):
     return keras.ops.convert_to_numpy(x)
-
-
-# On JAX a REINFORCE sample would be drawn inside the loop body, which
-# Keras' JAX RNN runs in `lax.scan`, where the seed generator's update is
-# dropped (every step would draw with the same seed): the cell refuses
-# `mode="reinforce"` in training there, which this mark checks.
-REFUSED_ON_JAX = pytest.mark.xfail(
-    backend_support.BACKEND == "jax", strict=True, raises=ValueError,
-    reason='refused on JAX: mode="reinforce" would sample with the same seed '
-           "at every step (argument_checks.check_draws_per_step)")
 
 
 # ----------------------------------------------------------------------
@@ -125,8 +116,7 @@ def reference_sequence(cell, embeddings, actions_wanted, params=None):
 
 
 def _run_rnn(cell, inputs, training=False):
-    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True,
-                           **backend_support.DRAWING_LOOP)
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     outputs, *states = rnn(inputs, training=training)
     return outputs, states
 
@@ -274,7 +264,6 @@ def test_reinforce_is_greedy_at_inference():
         assert [int(np.argmax(s["log_probs"])) for s in ref] == first[row].tolist()
 
 
-@REFUSED_ON_JAX
 def test_reinforce_gradient_is_unbiased():
     """Bandit over two steps (max_depth 1): the mean REINFORCE surrogate
     gradient from sampled actions matches the exact gradient of the expected
@@ -344,7 +333,45 @@ def test_reinforce_gradient_is_unbiased():
     np.testing.assert_allclose(freq, probs, atol=5 * np.sqrt(probs * (1 - probs) / n).max())
 
 
-@REFUSED_ON_JAX
+def test_reinforce_draws_the_seeds_reserved_before_the_loop():
+    """`hmkeras.RNN` reserves a sequence's seeds before its loop
+    (`step_sampler`): step t's draw uses seed `[s0, s1 + 1 + t]` (one
+    operation per token; the block's first step is Keras' TensorFlow probe
+    step) in every unmasked row, whatever the mask of the others, and the
+    generator ends `steps + 1` draws on. Replayed: each step's policy from
+    the NumPy reference, drawn with that seed."""
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce", seed=11)
+    x = np.random.default_rng(11).normal(size=(32, 6, 3)).astype("float32")
+    mask = np.ones((32, 6), bool)
+    mask[:8, :2] = False  # rows 0-7 start two steps late
+    # Masked steps output zeros (JAX's loop needs it for this cell).
+    rnn = hmkeras.RNN(cell, return_sequences=True, zero_output_for_mask=True)
+    rnn.build(x.shape)
+    s0, s1 = to_numpy(cell.seed_generator.state.value).tolist()
+    outputs = rnn(x, mask=mask, training=True)
+    actions = to_numpy(cell.split_outputs(outputs)[1]).astype(int)
+    assert to_numpy(cell.seed_generator.state.value).tolist() == [s0, s1 + 7]
+    policies = np.zeros((32, 6, 3), "float32")
+    for row in range(32):
+        steps = reference_sequence(cell, x[row][mask[row]].astype(np.float64),
+                                   actions[row][mask[row]])
+        policies[row, mask[row]] = [np.maximum(s["log_probs"], -1e9) for s in steps]
+    replay = keras.random.SeedGenerator(0)
+    for t in range(6):
+        replay.state.assign(np.array([s0, s1 + 1 + t], to_numpy(replay.state.value).dtype))
+        drawn = to_numpy(keras.random.categorical(policies[:, t], 1, seed=replay))[:, 0]
+        np.testing.assert_array_equal(drawn[mask[:, t]], actions[mask[:, t], t])
+    assert len(np.unique(actions[mask])) == 3  # the replay has power
+
+
+def test_reinforce_without_a_sequence_begun_refuses():
+    cell = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce", seed=12)
+    cell.build((None, 3))
+    states = [np.zeros((2, size), "float32") for size in cell.state_size]
+    with pytest.raises(ValueError, match="samples from seeds fixed before the loop"):
+        cell(np.ones((2, 3), "float32"), states, training=True)
+
+
 def test_sampling_inside_compiled_function():
     cell = RecurrentRecursiveCell(4, max_depth=2, mode="reinforce", seed=8)
     rnn = keras.layers.RNN(cell, return_sequences=True)

@@ -20,7 +20,6 @@ from tf_tests.cells.test_recurrent_recursive_cell import cell_params
 from tf_tests.cells.test_recurrent_recursive_cell import reference_merge
 from tf_tests.cells.test_recurrent_recursive_cell import reference_split
 
-from tf_tests.cells.test_recurrent_recursive_cell import REFUSED_ON_JAX
 
 pytestmark = pytest.mark.every_backend
 
@@ -105,9 +104,8 @@ def _rows(actions, row):
 def test_matches_the_stack_machine(training, bound, memory):
     cell = _cell(bound, memory=memory)
     x = np.random.default_rng(1).normal(size=(16, 7, 3)).astype("float32")
-    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True,
-                           **backend_support.DRAWING_LOOP)
-    outputs, h_last, c_last, stack, depth = rnn(x, training=training)
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    outputs, h_last, c_last, stack, depth, *_ = rnn(x, training=training)
     h, actions, log_probs, entropies = (to_numpy(t) for t in cell.split_outputs(outputs))
     assert actions.shape == (16, 7, bound)
     counts = np.zeros(3, int)
@@ -150,7 +148,6 @@ def test_one_operation_per_token_is_the_consuming_cell():
         to_numpy(keras.layers.RNN(explicit, return_sequences=True)(x)), to_numpy(default))
 
 
-@REFUSED_ON_JAX
 def test_sampling_inside_compiled_function():
     cell = _cell(3)
     rnn = keras.layers.RNN(cell, return_sequences=True)
