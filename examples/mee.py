@@ -185,7 +185,7 @@ def resolve_settings(flag_values):
     from hmkeras import tensorflow_features
 
     with flag_errors(ValueError):  # another backend: one line, before any file is made
-        tensorflow_features.require_tensorflow_backend("ExpressionModel (examples/mee.py)")
+        tensorflow_features.require_training_backend("ExpressionModel (examples/mee.py)")
     return settings
 
 
@@ -273,7 +273,7 @@ def run(s):
 
     curve = [100.0 * float(a) for a in history.history["val_accuracy"]]
     best = int(np.argmax(curve)) if s["patience"] else len(curve) - 1
-    results = {"encoder": s["encoder"], "settings": s,
+    results = {"encoder": s["encoder"], "settings": s, "backend": keras.backend.backend(),
                "epochs_trained": len(curve), "kept_epoch": best + 1,
                "validation_curve": curve, "tree_f1_curve": tree_f1,
                "train_accuracy": 100.0 * float(history.history["accuracy"][best]),

@@ -254,7 +254,7 @@ def resolve_settings(flag_values):
         from hmkeras import tensorflow_features
 
         with flag_errors(ValueError):  # another backend: one line, before any file is made
-            tensorflow_features.require_tensorflow_backend(
+            tensorflow_features.require_training_backend(
                 "RecurrentRecursiveLanguageModel (--cell=rrnet)")
     if s["cell"] == "hmlstm" and s["num_layers"] < 2:
         raise FlagError("--cell=hmlstm is a hierarchy: --num_layers must be at least 2. "
@@ -370,6 +370,7 @@ def run(s):
                                  "operations_per_token": 1})
     started = time.time()
     sentences, info = load_sentences(s)
+    import keras
     import tensorflow as tf
 
     from hmkeras import data
@@ -397,6 +398,7 @@ def run(s):
     progress = train(s, lm, batches)
     results = {
         "dataset": s["dataset"], "cell": s["cell"], "wrapper": s["wrapper"],
+        "backend": keras.backend.backend(),
         "units": s["units"], "parameters": lm.count_params(),
         "epochs": progress["epoch"],
         "best_val_perplexity": progress["best_val_perplexity"],

@@ -9,8 +9,9 @@ installed (`available()`); without it, reading one of them raises an
 `ImportError` of one line that names the feature and what to install
 (`missing_names`), and so does importing a package that needs TensorFlow
 throughout (`require_tensorflow`). The models whose training step is
-TensorFlow's alone (the RRNet language model, `ExpressionModel`) refuse
-another Keras backend in one line too (`require_tensorflow_backend`).
+their own and written for TensorFlow and JAX (the RRNet language model,
+`ExpressionModel`) refuse another Keras backend in one line too
+(`require_training_backend`).
 
 Examples:
 
@@ -62,19 +63,26 @@ def missing_names(package, names):
     return __getattr__
 
 
-def require_tensorflow_backend(feature):
-    """Raises a one-line `ValueError` naming `feature` unless Keras runs
-    on the TensorFlow backend (for a model whose training step is
-    TensorFlow's alone).
+#: The backends on which the models with a training step of their own
+#: train: a `tf.GradientTape` step on TensorFlow, a stateless step on JAX
+#: (`hmkeras.training.stateless_steps`).
+TRAINING_BACKENDS = ("tensorflow", "jax")
 
-    On JAX, `ExpressionModel()` raises `ValueError: ExpressionModel
-    trains on the TensorFlow backend only: set KERAS_BACKEND=tensorflow
-    (...). The backend is 'jax'.`
+
+def require_training_backend(feature):
+    """Raises a one-line `ValueError` naming `feature` unless Keras runs
+    on one of `TRAINING_BACKENDS` (for a model whose training step is its
+    own).
+
+    On PyTorch, `ExpressionModel()` raises `ValueError: ExpressionModel
+    trains on the TensorFlow and JAX backends only: set
+    KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax. The backend is
+    'torch'.`
     """
     import keras
 
     backend = keras.backend.backend()
-    if backend != "tensorflow":
+    if backend not in TRAINING_BACKENDS:
         raise ValueError(
-            f"{feature} trains on the TensorFlow backend only: set KERAS_BACKEND=tensorflow "
-            f"(with 'hmkeras[cpu]' or 'hmkeras[gpu]' installed). The backend is {backend!r}.")
+            f"{feature} trains on the TensorFlow and JAX backends only: set "
+            f"KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax. The backend is {backend!r}.")

@@ -47,7 +47,7 @@ Examples:
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
@@ -55,6 +55,7 @@ from hmkeras import tensorflow_features
 from hmkeras.cells.recurrent_recursive_cell import MEMORIES
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.training import backend_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 ENCODERS = ("lstm", "rrnet_supervised", "rrnet_reinforce", "rrnet_random")
@@ -190,7 +191,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                  reward=None, decoder="autoregressive", recur_bias=0.0,
                  operations_per_token=None, memory=None, baseline=None,
                  tree_samples=None, seed=None, **kwargs):
-        tensorflow_features.require_tensorflow_backend("ExpressionModel")
+        tensorflow_features.require_training_backend("ExpressionModel")
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
         self.vocab_size = argument_checks.check_int("vocab_size", vocab_size, minimum=2)
@@ -246,13 +247,15 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
                 operations_per_token=self.operations_per_token, memory=self.memory,
                 seed=self.seed)
+            # Padded steps output zeros (the losses mask them; JAX's loop
+            # needs it for this cell, whose output is not its first state).
             self.encoder = RNN(self.cell, return_sequences=True, return_state=True,
-                               name="encoder")
+                               zero_output_for_mask=True, name="encoder")
         if encoder == "rrnet_random":
             # One fixed operation per symbol; padding (0) recurs.
             table = np.random.default_rng(self.seed).integers(0, 3, size=vocab_size)
             table[0] = RECUR
-            self.random_operations = tf.constant(table, tf.int32)
+            self.random_operations = ops.convert_to_tensor(table, "int32")
         if decoder == "autoregressive":
             # Ids 0-9: the previous digit; id 10: the start of the value.
             self.digit_embedding = keras.layers.Embedding(
@@ -276,7 +279,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         is traced once, and checkpoints and `load_weights` find the weights."""
         seeds = [v for v in self.variables if "seed_generator_state" in v.path]
         states = [keras.ops.convert_to_numpy(v) for v in seeds]
-        one = tf.ones((1, 1), tf.int32)
+        one = np.ones((1, 1), "int32")
         self.analyze({"tokens": one, "operations": one * RECUR})
         for variable, state in zip(seeds, states):
             variable.assign(state)
@@ -305,7 +308,8 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
     def operations_for(self, inputs):
         """The operations fed to a fixed / supervised encoder."""
         if self.encoder_name == "rrnet_random":
-            return tf.gather(self.random_operations, tf.cast(inputs["tokens"], tf.int32))
+            return ops.take(self.random_operations, ops.cast(inputs["tokens"], "int32"),
+                            axis=0)
         return inputs["operations"]
 
     def analyze(self, inputs, training=False, digits=None):
@@ -316,8 +320,8 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         `digits` (`(batch, 2)`) are given (teacher forcing) and its own
         greedy first digit otherwise.
         """
-        tokens = tf.cast(inputs["tokens"], tf.int32)
-        mask = tokens > 0
+        tokens = ops.cast(inputs["tokens"], "int32")
+        mask = ops.greater(tokens, 0)
         embedded = self.embedding(tokens)
         tree = None
         if self.cell is None:
@@ -329,46 +333,47 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 cell_inputs = embedded
             outputs, h, c, *_ = self.encoder(cell_inputs, mask=mask, training=training)
             _, actions, log_probs, entropies = self.cell.split_outputs(outputs)
-            tree = (actions, log_probs, entropies, tf.cast(mask, log_probs.dtype))
+            tree = (actions, log_probs, entropies, ops.cast(mask, log_probs.dtype))
         return self._decode([h, c], digits, training), tree
 
     def _decode(self, state, digits, training):
         """Logits `(batch, 2, 10)` of the two digits from the encoder's state."""
-        batch_steps = tf.zeros_like(state[0][:, :2], tf.int32) + tf.range(2)
+        batch_steps = ops.zeros_like(state[0][:, :2], dtype="int32") + ops.arange(
+            2, dtype="int32")
         if self.decoder_name == "steps":
             decoded = self.decoder(self.step_embedding(batch_steps),
                                    initial_state=state, training=training)[0]
             return self.readout(decoded)
-        start = tf.fill(tf.shape(batch_steps[:, :1]), 10)
+        start = ops.full_like(batch_steps[:, :1], 10)
         if digits is not None:
             # Teacher forcing: inputs [start, true first digit].
-            previous = tf.concat([start, tf.cast(digits, tf.int32)[:, :1]], axis=1)
+            previous = ops.concatenate([start, ops.cast(digits, "int32")[:, :1]], axis=1)
             decoded = self.decoder(self.digit_embedding(previous), initial_state=state,
                                    training=training)[0]
             return self.readout(decoded)
         first, *state = self.decoder(self.digit_embedding(start), initial_state=state,
                                      training=training)
         first = self.readout(first)
-        guess = tf.argmax(first, axis=-1, output_type=tf.int32)
+        guess = ops.cast(ops.argmax(first, axis=-1), "int32")
         second = self.decoder(self.digit_embedding(guess), initial_state=state,
                               training=training)[0]
-        return tf.concat([first, self.readout(second)], axis=1)
+        return ops.concatenate([first, self.readout(second)], axis=1)
 
     def call(self, inputs, training=False):
         return self.analyze(inputs, training=training)[0]
 
     def _task(self, logits, digits):
         """Per-example decoder loss and correctness (both digits right)."""
-        digits = tf.cast(digits, tf.int32)
+        digits = ops.cast(digits, "int32")
         per_digit = keras.losses.sparse_categorical_crossentropy(
             digits, logits, from_logits=True)
-        task = tf.reduce_sum(per_digit, axis=-1)  # (batch,)
-        correct = tf.cast(tf.reduce_all(
-            tf.argmax(logits, -1, output_type=tf.int32) == digits, axis=-1), task.dtype)
+        task = ops.sum(per_digit, axis=-1)  # (batch,)
+        guesses = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        correct = ops.cast(ops.all(ops.equal(guesses, digits), axis=-1), task.dtype)
         return task, correct
 
     def _reward(self, task, correct):
-        return tf.stop_gradient(correct if self.reward == "accuracy" else -task)
+        return ops.stop_gradient(correct if self.reward == "accuracy" else -task)
 
     def greedy_reward(self, inputs, digits):
         """The reward of the greedy (argmax) trees: the self-critical baseline."""
@@ -383,46 +388,49 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         # correctness: a right first digit is the one fed back either way.
         logits, tree = self.analyze(inputs, training=training, digits=digits)
         task, correct = self._task(logits, digits)
-        loss = tf.reduce_mean(task)
-        policy = tf.zeros(())
+        loss = ops.mean(task)
+        policy = ops.zeros(())
         if tree is not None and self.encoder_name != "rrnet_random":
             _, log_probs, entropies, mask = tree
-            sequence_log_prob = tf.reduce_sum(log_probs * mask, axis=-1)
+            sequence_log_prob = ops.sum(log_probs * mask, axis=-1)
             if self.encoder_name == "rrnet_supervised":
-                policy = -tf.reduce_mean(sequence_log_prob)
+                policy = -ops.mean(sequence_log_prob)
                 loss += self.policy_weight * policy
             else:
                 reward = self._reward(task, correct)
                 baseline = self._baseline(inputs, mask, reward, greedy_reward, samples)
-                advantage = tf.stop_gradient(reward - baseline)
-                policy = -tf.reduce_mean(advantage * sequence_log_prob)
-                entropy = tf.reduce_mean(tf.reduce_sum(entropies * mask, axis=-1))
+                advantage = ops.stop_gradient(reward - baseline)
+                policy = -ops.mean(advantage * sequence_log_prob)
+                entropy = ops.mean(ops.sum(entropies * mask, axis=-1))
                 loss += self.policy_weight * policy - self.entropy_weight * entropy
                 if self.baseline_name == "learned":
-                    loss += tf.reduce_mean(tf.square(reward - baseline))
+                    loss += ops.mean(ops.square(reward - baseline))
         return loss, correct, policy
 
     def _baseline(self, inputs, mask, reward, greedy_reward, samples):
         """REINFORCE's baseline `b` per tree."""
         if self.baseline_name == "leave_one_out" and samples > 1:
-            siblings = tf.reshape(reward, (-1, samples))
-            total = tf.reduce_sum(siblings, axis=1, keepdims=True)
-            return tf.reshape((total - siblings) / (samples - 1), (-1,))
+            siblings = ops.reshape(reward, (-1, samples))
+            total = ops.sum(siblings, axis=1, keepdims=True)
+            return ops.reshape((total - siblings) / (samples - 1), (-1,))
         if self.baseline_name == "learned":
-            mean_embedding = tf.reduce_sum(
-                self.embedding(tf.cast(inputs["tokens"], tf.int32))
-                * mask[..., None], axis=1) / tf.reduce_sum(mask, 1, keepdims=True)
-            return self.baseline(tf.stop_gradient(mean_embedding))[:, 0]
+            mean_embedding = ops.sum(
+                self.embedding(ops.cast(inputs["tokens"], "int32"))
+                * ops.expand_dims(mask, -1), axis=1) / ops.sum(mask, 1, keepdims=True)
+            return self.baseline(ops.stop_gradient(mean_embedding))[:, 0]
         # Evaluation builds the greedy tree itself: no advantage.
         return reward if greedy_reward is None else greedy_reward
 
     def _repeat(self, batch):
         """Each example of a batch structure `tree_samples` times in turn
         (rows `[a, a, ..., b, b, ...]`)."""
-        return tf.nest.map_structure(
-            lambda t: tf.repeat(t, self.tree_samples, axis=0), batch)
+        return keras.tree.map_structure(
+            lambda t: ops.repeat(t, self.tree_samples, axis=0), batch)
 
-    def train_step(self, data):
+    def _training_batch(self, data):
+        """`(inputs, digits, greedy_reward)` of a training batch: the
+        self-critical baseline's reward, and the rows repeated for
+        `tree_samples` > 1."""
         inputs, digits = data[0], data[1]
         greedy_reward = None
         if self.baseline_name == "greedy":
@@ -431,20 +439,26 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
             inputs, digits = self._repeat((inputs, digits))
             if greedy_reward is not None:
                 greedy_reward = self._repeat(greedy_reward)
-        with tf.GradientTape() as tape:
-            loss, correct, policy = self._objective(
-                inputs, digits, training=True, greedy_reward=greedy_reward,
-                samples=self.tree_samples)
-        variables = self.trainable_variables
-        gradients = tape.gradient(loss, variables)
-        self.optimizer.apply_gradients(
-            [(g, v) for g, v in zip(gradients, variables) if g is not None])
-        return self._record(loss, correct, policy)
+        return inputs, digits, greedy_reward
 
-    def test_step(self, data):
-        inputs, digits = data[0], data[1]
-        loss, correct, policy = self._objective(inputs, digits, training=False)
-        return self._record(loss, correct, policy)
+    def _training_forward(self, data):
+        """`(loss, (correct, policy))` of a training batch."""
+        inputs, digits, greedy_reward = self._training_batch(data)
+        loss, correct, policy = self._objective(
+            inputs, digits, training=True, greedy_reward=greedy_reward,
+            samples=self.tree_samples)
+        return loss, (correct, policy)
+
+    def train_step(self, *args):
+        """One step (`hmkeras.training.backend_steps`): Keras gives `(data)`
+        on TensorFlow, `(state, data)` on JAX."""
+        return backend_steps.train_step(
+            self, args, self._training_forward, lambda loss, aux: self._record(loss, *aux))
+
+    def test_step(self, *args):
+        """One evaluation step: `(data)` on TensorFlow, `(state, data)` on JAX."""
+        return backend_steps.test_step(self, args, lambda data: self._record(
+            *self._objective(data[0], data[1], training=False)))
 
     def _record(self, loss, correct, policy):
         self.loss_tracker.update_state(loss)

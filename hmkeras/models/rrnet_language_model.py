@@ -55,7 +55,7 @@ import dataclasses
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
@@ -67,6 +67,7 @@ from hmkeras.models.config_signature import keyword_signature
 from hmkeras.models.config_signature import resolve_config
 from hmkeras.models.tied_embedding import TiedEmbedding
 from hmkeras.models.word_language_model import sentence_perplexity
+from hmkeras.training import backend_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 __all__ = [
@@ -81,16 +82,18 @@ def discounted_returns(rewards, discount):
 
     Examples:
 
-        >>> discounted_returns(tf.constant([[1.0, 2.0, 4.0]]), 0.5).numpy().tolist()
+        >>> import keras
+        >>> returns = discounted_returns(keras.ops.convert_to_tensor([[1.0, 2.0, 4.0]]), 0.5)
+        >>> keras.ops.convert_to_numpy(returns).tolist()
         [[3.0, 4.0, 4.0]]
     """
-    rewards = tf.convert_to_tensor(rewards)
-    steps = tf.range(tf.shape(rewards)[1])
-    lag = tf.cast(steps[:, None] - steps[None, :], rewards.dtype)  # s - t
+    rewards = ops.convert_to_tensor(rewards)
+    steps = ops.arange(ops.shape(rewards)[1])
+    lag = ops.cast(steps[:, None] - steps[None, :], rewards.dtype)  # s - t
     # weights[s, t] = discount^(s - t) for s >= t (0^0 = 1), else 0.
-    weights = tf.where(lag >= 0, tf.pow(tf.cast(discount, rewards.dtype),
-                                        tf.maximum(lag, 0.0)), 0.0)
-    return tf.matmul(rewards, weights)
+    weights = ops.where(lag >= 0, ops.power(ops.cast(discount, rewards.dtype),
+                                            ops.maximum(lag, 0.0)), 0.0)
+    return ops.matmul(rewards, weights)
 
 
 @dataclasses.dataclass
@@ -183,7 +186,7 @@ class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
     """
 
     def __init__(self, config=None, name=None, **kwargs):
-        tensorflow_features.require_tensorflow_backend("RecurrentRecursiveLanguageModel")
+        tensorflow_features.require_training_backend("RecurrentRecursiveLanguageModel")
         super().__init__(name=name or "rrnet_word_lm")
         config = resolve_config(
             RecurrentRecursiveLanguageModelConfig, config, kwargs, accept_dict=True
@@ -212,7 +215,7 @@ class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
         self.policy_tracker = keras.metrics.Mean(name="policy_loss")
         self.entropy_tracker = keras.metrics.Mean(name="entropy")
         # Build every weight now (checkpoints and `load_weights` need them).
-        self.analyze(tf.ones((1, 2), tf.int32), tf.ones((1, 2), tf.int32))
+        self.analyze(np.ones((1, 2), "int32"), np.ones((1, 2), "int32"))
         self.built = True
 
     @property
@@ -232,7 +235,7 @@ class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
         `entropies` `(batch, time)`; with `targets`, also `baseline`
         `(batch, time)`, the value head's `b_t`.
         """
-        tokens = tf.cast(tokens, tf.int32)
+        tokens = ops.cast(tokens, "int32")
         embedded = self.embedding(tokens)
         x = self.input_dropout(embedded, training=training)
         outputs = self.rnn(x, training=training)
@@ -246,8 +249,8 @@ class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
         if targets is not None:
             # b_t reads the state before step t's action, h_{t-1} (h_0 = 0),
             # and the input e_t it is chosen from.
-            previous = tf.concat([tf.zeros_like(h[:, :1]), h[:, :-1]], axis=1)
-            value_inputs = tf.stop_gradient(tf.concat([previous, embedded], -1))
+            previous = ops.concatenate([ops.zeros_like(h[:, :1]), h[:, :-1]], axis=1)
+            value_inputs = ops.stop_gradient(ops.concatenate([previous, embedded], -1))
             result["baseline"] = self.baseline(value_inputs)[..., 0]
         return result
 
@@ -262,59 +265,64 @@ class RecurrentRecursiveLanguageModel(BuildsOptimizerOnCompile, keras.Model):
         `rewards` and `returns` `(batch, time)`.
         """
         c = self.config
-        targets = tf.cast(targets, tf.int32)
+        targets = ops.cast(targets, "int32")
         logits = analysis["logits"]
-        nll = keras.ops.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+        nll = ops.sparse_categorical_crossentropy(targets, logits, from_logits=True)
         if weights is None:
-            weights = tf.ones_like(nll)
-        weights = tf.cast(weights, nll.dtype)
-        count = tf.maximum(tf.reduce_sum(weights), 1.0)
+            weights = ops.ones_like(nll)
+        weights = ops.cast(weights, nll.dtype)
+        count = ops.maximum(ops.sum(weights), 1.0)
 
         def mean(values):
-            return tf.reduce_sum(values * weights) / count
+            return ops.sum(values * weights) / count
 
-        rewards = tf.stop_gradient(-nll) * weights  # r_t = log p(w_{t+1})
+        rewards = ops.stop_gradient(-nll) * weights  # r_t = log p(w_{t+1})
         returns = discounted_returns(rewards, c.reward_discount)
         baseline = analysis["baseline"]
-        advantage = tf.stop_gradient(returns - baseline)
+        advantage = ops.stop_gradient(returns - baseline)
         policy = mean(-advantage * analysis["log_probs"])  # REINFORCE
         entropy = mean(analysis["entropies"])
-        baseline_loss = mean(tf.square(returns - baseline))
+        baseline_loss = mean(ops.square(returns - baseline))
         lm = mean(nll)
         loss = (lm + c.policy_weight * policy - c.entropy_weight * entropy
                 + c.baseline_weight * baseline_loss)
         return {"loss": loss, "nll": lm, "policy": policy, "entropy": entropy,
                 "baseline": baseline_loss, "rewards": rewards, "returns": returns}
 
-    def train_step(self, data):
+    def _terms(self, data, training):
+        """`objective`'s terms of a batch `(tokens, targets[, weights])`."""
         tokens, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
-        with tf.GradientTape() as tape:
-            analysis = self.analyze(tokens, targets, training=True)
-            terms = self.objective(analysis, targets, weights)
-        variables = self.trainable_variables
-        gradients = tape.gradient(terms["loss"], variables)
-        self.optimizer.apply_gradients(
-            [(g, v) for g, v in zip(gradients, variables) if g is not None])
+        return self.objective(self.analyze(tokens, targets, training=training),
+                              targets, weights)
+
+    def _record(self, terms):
         # `loss` reports the language model's NLL (nats per target).
         self.loss_tracker.update_state(terms["nll"])
         self.policy_tracker.update_state(terms["policy"])
         self.entropy_tracker.update_state(terms["entropy"])
         return {m.name: m.result() for m in self.metrics}
 
-    def test_step(self, data):
-        tokens, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
-        analysis = self.analyze(tokens, targets, training=False)
-        terms = self.objective(analysis, targets, weights)
-        self.loss_tracker.update_state(terms["nll"])
-        self.policy_tracker.update_state(terms["policy"])
-        self.entropy_tracker.update_state(terms["entropy"])
-        return {m.name: m.result() for m in self.metrics}
+    def _training_forward(self, data):
+        terms = self._terms(data, training=True)
+        return terms["loss"], terms
+
+    def train_step(self, *args):
+        """One step (`hmkeras.training.backend_steps`): Keras gives `(data)`
+        on TensorFlow, `(state, data)` on JAX."""
+        return backend_steps.train_step(
+            self, args, self._training_forward, lambda loss, terms: self._record(terms))
+
+    def test_step(self, *args):
+        """One evaluation step: `(data)` on TensorFlow, `(state, data)` on JAX."""
+        return backend_steps.test_step(
+            self, args, lambda data: self._record(self._terms(data, training=False)))
 
     # ------------------------------------------------------------------
     def greedy_actions(self, tokens):
         """The operations the greedy policy takes, ints: `(batch, time)`, or
         `(batch, time, operations_per_token)` with -1 after each recur."""
-        return np.asarray(self.analyze(tokens, training=False)["actions"]).astype(int)
+        actions = self.analyze(tokens, training=False)["actions"]
+        return ops.convert_to_numpy(actions).astype(int)
 
     def tree_of(self, token_ids, words=None):
         """The greedy tree of one sentence as brackets (`bracketed_tree`).

@@ -3,9 +3,11 @@ flags are in test_example_flags.py)."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
-from example_modules import example_settings, load_example
+from example_modules import ROOT, example_settings, load_example
 
 mee_example = load_example("mee")
 
@@ -93,6 +95,30 @@ def test_tiny_leave_one_out_run_stops_on_validation_and_saves_the_model(tmp_path
     inputs, digits = mee.model_inputs(examples)
     correct = np.all(np.argmax(np.asarray(model(inputs)), -1) == digits, -1)
     assert 100 * correct.mean() == pytest.approx(results["test_accuracy"]["4"])
+
+
+@pytest.mark.slow
+def test_tiny_reinforce_run_on_jax(tmp_path):
+    """The same command under KERAS_BACKEND=jax, in a process of its own:
+    `ExpressionModel`'s stateless step, the REINFORCE draws in JAX's loop,
+    the saved model and the tree analysis."""
+    pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "mee.py"),
+         "--encoder=rrnet_reinforce", "--operations_per_token=1", "--tiny",
+         f"--output_dir={out}", "--verbose=0"],
+        env={**os.environ, "KERAS_BACKEND": "jax"}, capture_output=True, text=True,
+        timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "results.json") as f:
+        saved = json.load(f)
+    assert saved["backend"] == "jax" and saved["settings"]["baseline"] == "greedy"
+    assert sorted(saved["test_accuracy"]) == ["4", "5", "6", "7"]
+    assert all(0 <= value <= 100 for value in saved["test_accuracy"].values())
+    assert len(saved["tree_f1_curve"]) == saved["epochs_trained"]
+    assert (out / "model.keras").exists()
+    assert "bracketing F1" in done.stdout
 
 
 def test_supervised_trees_agree_with_the_brackets():

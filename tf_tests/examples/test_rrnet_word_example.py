@@ -92,3 +92,31 @@ def test_rrnet_tiny_run_resume_and_flags(tmp_path):
         tree = json.load(f)["tree"]
     assert tree.count("]") == tree.count("[")
     assert results["between"]["test"]["perplexity"] > results["between"]["entropy_rate_perplexity"]
+
+
+@pytest.mark.slow
+def test_rrnet_tiny_run_and_resumption_on_jax(tmp_path):
+    """The REINFORCE word LM on JAX (its stateless step, its cell's draws in
+    JAX's loop): a --tiny run with operations between words, resumed for a
+    second epoch from its checkpoint."""
+    pytest.importorskip("jax", reason="the jax extra: pip install -e '.[jax]'")
+    out = tmp_path / "between"
+    tiny = ["--cell=rrnet", "--tiny", "--verbose=0", "--max_depth=4",
+            "--operations_per_token=3", f"--output_dir={out}"]
+    runs = [("tiny", tiny), ("resumed", tiny + ["--max_epochs=2"])]
+    code = _DRIVER.format(examples=os.path.join(ROOT, "examples"), script=SCRIPT,
+                          settings=[], runs=runs)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**_ENV, "KERAS_BACKEND": "jax"}, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = [x for x in done.stdout.splitlines() if x.startswith("RESULTS")][-1]
+    results = json.loads(line[len("RESULTS"):])
+    assert results["tiny"]["backend"] == "jax"
+    assert results["tiny"]["epochs"] == 1 and results["resumed"]["epochs"] == 2
+    for run in ("tiny", "resumed"):
+        result = results[run]
+        best = result["best_val_perplexity"]
+        assert 1 < best < 83  # better than a uniform guess over the vocabulary
+        assert abs(result["validation"]["perplexity"] - best) < 1e-5 * best
+    # The resumed run continued the first one's history.
+    assert results["resumed"]["history"][0] == results["tiny"]["history"][0]

@@ -1,5 +1,5 @@
-"""The models whose training step is TensorFlow's alone (the MEE encoder-
-decoder, the RRNet word LM) and their examples: built on TensorFlow,
+"""The models whose training step is their own (the MEE encoder-decoder,
+the RRNet word LM) and their examples: built on TensorFlow and JAX,
 refused in one line on another backend, before an example makes a file.
 Runs on every backend."""
 
@@ -8,11 +8,14 @@ import pytest
 from example_modules import example_settings
 from example_modules import load_example
 
+from hmkeras import tensorflow_features
+
 pytestmark = pytest.mark.every_backend
 
 BACKEND = keras.backend.backend()
-REFUSAL = ("trains on the TensorFlow backend only: set KERAS_BACKEND=tensorflow "
-           r"\(with 'hmkeras\[cpu\]' or 'hmkeras\[gpu\]' installed\). "
+SUPPORTED = BACKEND in tensorflow_features.TRAINING_BACKENDS
+REFUSAL = ("trains on the TensorFlow and JAX backends only: set "
+           "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax. "
            f"The backend is '{BACKEND}'.")
 
 
@@ -28,13 +31,22 @@ def _models():
 
 
 @pytest.mark.parametrize("name", ["ExpressionModel", "RecurrentRecursiveLanguageModel"])
-def test_the_model_is_built_on_tensorflow_and_refused_elsewhere(name):
+def test_the_model_is_built_on_its_backends_and_refused_elsewhere(name):
     make = _models()[name]
-    if BACKEND == "tensorflow":
+    if SUPPORTED:
         assert isinstance(make(), keras.Model)
         return
     with pytest.raises(ValueError, match=f"^{name} {REFUSAL}$"):
         make()
+
+
+def test_the_refusal_names_the_feature_and_the_backends(monkeypatch):
+    monkeypatch.setattr(keras.backend, "backend", lambda: "torch")
+    with pytest.raises(ValueError) as error:
+        tensorflow_features.require_training_backend("ExpressionModel")
+    assert str(error.value) == (
+        "ExpressionModel trains on the TensorFlow and JAX backends only: set "
+        "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax. The backend is 'torch'.")
 
 
 @pytest.mark.parametrize("script, flags, feature", [
@@ -47,7 +59,7 @@ def test_the_example_refuses_another_backend_before_any_file(script, flags, feat
     import command_line  # examples/, on sys.path once an example is loaded
 
     out = tmp_path / "run"
-    if BACKEND == "tensorflow":
+    if SUPPORTED:
         settings = example_settings(script, *flags, f"--output_dir={out}")
         assert settings["output_dir"] == str(out)
         return
