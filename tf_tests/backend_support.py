@@ -213,7 +213,7 @@ DRAWING_LOOP = {"unroll": True} if BACKEND == "jax" else {}
 def host_devices_environment(count):
     """`os.environ` for a child process whose JAX sees `count` host CPU
     devices: `--xla_force_host_platform_device_count` appended to the
-    `XLA_FLAGS` the tests run with (`conftest.py`'s compile flags kept).
+    `XLA_FLAGS` the tests run with (the environment's own kept).
     It must be set before JAX starts, so only a new process can have it."""
     import os
 

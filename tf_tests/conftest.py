@@ -18,16 +18,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # TensorFlow is imported; the tests' models are tiny either way.
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
-# XLA compiles the tests' tiny programs (TensorFlow's `jit_compile`, every
-# JAX function) without LLVM's costly optimizations: the compiled
-# programs compute the same operations, and compiling them is most of a
-# tiny test's time (the figures: docs/guides/development.md).  Appended
-# to what the environment already asks of XLA; the tests' subprocesses
-# inherit it.
-XLA_TEST_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_TEST_FLAGS}".strip()
-
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
