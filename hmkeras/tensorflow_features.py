@@ -65,7 +65,7 @@ def missing_names(package, names):
 
 #: The backends on which the models with a training step of their own
 #: train: a `tf.GradientTape` step on TensorFlow, a stateless step on JAX
-#: (`hmkeras.training.stateless_steps`).
+#: (`hmkeras.training.backend_steps`).
 TRAINING_BACKENDS = ("tensorflow", "jax")
 
 
