@@ -560,19 +560,19 @@ def entropy_segmentation(utterances, entropies, rule="peak"):
     return out
 
 
-def _typical_change(values):
-    """Half the mean of |e_i - e_{i-1}| over the internal values of every
-    utterance: the threshold `d` of the rule `"rise"`."""
+def _typical_change(values, fraction=0.5):
+    """`fraction` (half, by default) of the mean of |e_i - e_{i-1}| over the
+    internal values of every utterance: the threshold `d` of the rule `"rise"`."""
     changes = [np.abs(np.diff(e[:-1])) for e in values]
     steps = sum(change.size for change in changes)
-    return 0.5 * sum(change.sum() for change in changes) / max(steps, 1)
+    return fraction * sum(change.sum() for change in changes) / max(steps, 1)
 
 
-def _rises(values):
+def _rises(values, fraction=0.5):
     """Per utterance of n characters, the rise beyond `d` of its internal
     values after character i, i = 0 .. n-2 (0 at i = 0, which has no
     earlier value)."""
-    typical = _typical_change(values)
+    typical = _typical_change(values, fraction)
     out = []
     for e in values:
         rise = np.zeros(max(len(e) - 1, 0))
@@ -581,21 +581,60 @@ def _rises(values):
     return out
 
 
-def bidirectional_segmentation(utterances, forward, backward):
-    """Segmentation by a rise read in both directions (the rule
-    `hmkeras.BoundaryPlacement(form="bidirectional")` trains `z^1` towards,
-    its Eq. 4).
+def bidirectional_rises(utterances, forward, backward, rise_fraction=0.5):
+    """Per utterance, the summed rise of both directions at each cut (the
+    margin of `hmkeras.BoundaryPlacement(form="bidirectional")`'s Eq. 4).
 
     `forward[k][i]` is a forward model's value after character i of
     `utterances[k]` (as in `entropy_segmentation`); `backward[k][j]` a
     backward model's after reading the utterance's last j + 1 characters,
     last first (its value about the character before them). Each
-    direction's rise beyond its own `d` (the rule `"rise"`) is taken at
+    direction's rise beyond its own `d` (the rule `"rise"`, with `d` the
+    `rise_fraction` of the direction's mean absolute change) is taken at
     the cut it reads, the backward rise at reversed j at the cut after
-    character n-2-j, and a boundary goes after character i (0 <= i <=
-    n-2) where the two rises sum to more than 0 (a rise a direction does
-    not read counts 0: the forward one at i = 0, the backward one at i =
-    n-2).
+    character n-2-j; a rise a direction does not read counts 0 (the
+    forward one at i = 0, the backward one at i = n-2).
+
+    Args:
+        utterances: Sequence of unsegmented utterances.
+        forward: As many 1-D arrays, `forward[k]` of length `len(utterances[k])`.
+        backward: Likewise, in each utterance's reversed order.
+        rise_fraction: `d` as a fraction >= 0 of the mean absolute change;
+            default 0.5, the placement's.
+
+    Returns:
+        A list of 1-D float64 arrays, one per utterance of n characters,
+        of length n - 1: the summed rise at the cut after character i.
+
+    Examples:
+
+        >>> forward = [[0.0, 0.0, 0.0, 0.0, 0.0]]   # no forward rise
+        >>> backward = [[0.0, 0.0, 0.0, 2.0, 0.0]]  # reversed j = 3: the cut after 0
+        >>> bidirectional_rises(["abcde"], forward, backward)[0].round(3).tolist()
+        [1.667, -0.333, -0.333, 0.0]
+    """
+    utterances = _unsegmented_list(utterances, "utterances")
+    if isinstance(rise_fraction, bool) or not np.isfinite(rise_fraction) or rise_fraction < 0:
+        raise ValueError(
+            f"`rise_fraction` must be a finite number >= 0. Received: {rise_fraction!r}")
+    checked = []
+    for name, values in (("forward", forward), ("backward", backward)):
+        values = _utterance_list(values, name)
+        if len(values) != len(utterances):
+            raise ValueError(
+                f"`{name}` must hold one array per utterance: "
+                f"{len(utterances)}. Received {len(values)}.")
+        checked.append([_checked_entropies(k, utterance, v, name)
+                        for k, (utterance, v) in enumerate(zip(utterances, values))])
+    ahead, behind = (_rises(values, rise_fraction) for values in checked)
+    return [a + b[::-1] for a, b in zip(ahead, behind)]
+
+
+def bidirectional_segmentation(utterances, forward, backward):
+    """Segmentation by a rise read in both directions (the rule
+    `hmkeras.BoundaryPlacement(form="bidirectional")` trains `z^1` towards,
+    its Eq. 4): a boundary after character i (0 <= i <= n-2) where the
+    two directions' rises sum to more than 0 (`bidirectional_rises`).
 
     Args:
         utterances: Sequence of unsegmented utterances.
@@ -613,19 +652,10 @@ def bidirectional_segmentation(utterances, forward, backward):
         ['a bcde']
     """
     utterances = _unsegmented_list(utterances, "utterances")
-    checked = []
-    for name, values in (("forward", forward), ("backward", backward)):
-        values = _utterance_list(values, name)
-        if len(values) != len(utterances):
-            raise ValueError(
-                f"`{name}` must hold one array per utterance: "
-                f"{len(utterances)}. Received {len(values)}.")
-        checked.append([_checked_entropies(k, utterance, v, name)
-                        for k, (utterance, v) in enumerate(zip(utterances, values))])
     out = []
-    for utterance, ahead, behind in zip(utterances, *map(_rises, checked)):
+    for utterance, summed in zip(utterances, bidirectional_rises(utterances, forward, backward)):
         boundaries = np.zeros(len(utterance), dtype=np.int8)
-        boundaries[:-1] = ahead + behind[::-1] > 0
+        boundaries[:-1] = summed > 0
         out.append(segment_utterance(utterance, boundaries))
     return out
 

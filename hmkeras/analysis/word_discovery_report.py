@@ -177,7 +177,7 @@ def backward_signal(lm, ids):
     return np.append(surprisal_signal(log_probs, ids[::-1]), 0.0)
 
 
-def _reversed_utterance_values(utterances, reversed_values):
+def reversed_utterance_values(utterances, reversed_values):
     """A per-symbol stream of values over the reversed stream cut into one
     array per utterance, each in the utterance's reversed order."""
     total = len(reversed_values)
@@ -223,7 +223,7 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
     if backward is not None:
         segmentations["bidirectional"] = word_discovery.bidirectional_segmentation(
             unspaced, utterance_values(test, forward),
-            _reversed_utterance_values(test, backward))
+            reversed_utterance_values(test, backward))
     gold_rate = word_discovery.boundary_rate(test.segmented)
     segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
     segmentations["transition_probability"] = (

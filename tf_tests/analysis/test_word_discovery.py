@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hmkeras.analysis.boundary_metrics import boundary_scores
 from hmkeras.analysis.boundary_metrics import token_scores
 from hmkeras.analysis.word_discovery import WordDiscoveryScores
+from hmkeras.analysis.word_discovery import bidirectional_rises
 from hmkeras.analysis.word_discovery import bidirectional_segmentation
 from hmkeras.analysis.word_discovery import boundary_rate
 from hmkeras.analysis.word_discovery import entropy_segmentation
@@ -457,6 +458,20 @@ def test_bidirectional_segmentation_by_hand():
     # Each direction alone.
     assert bidirectional_segmentation(["abcdef"], [forward], [np.zeros(6)]) == ["abcd ef"]
     assert bidirectional_segmentation(["abcdef"], [np.zeros(6)], [backward]) == ["abc def"]
+
+
+def test_bidirectional_rises_by_hand_and_with_another_fraction():
+    # The case above: sums -0.125, -6.875, 2.125, 0.125, -3.75.
+    forward = [2.0, 1.0, 1.0, 3.0, 0.0, 9.0]
+    backward = [0.0, 0.0, 4.0, 0.0, 1.0, 7.0]
+    (summed,) = bidirectional_rises(["abcdef"], [forward], [backward])
+    np.testing.assert_allclose(summed, [-0.125, -6.875, 2.125, 0.125, -3.75])
+    # With d = 0 the sums are the raw changes: forward -1, 0, 2, -3 after
+    # i = 1..4, backward 0, 4, -4, 1 at reversed j = 1..4 (i = 3, 2, 1, 0).
+    (changes,) = bidirectional_rises(["abcdef"], [forward], [backward], rise_fraction=0.0)
+    np.testing.assert_allclose(changes, [1.0, -5.0, 4.0, 2.0, -3.0])
+    with pytest.raises(ValueError, match="`rise_fraction` must be a finite number >= 0"):
+        bidirectional_rises(["abcdef"], [forward], [backward], rise_fraction=-0.5)
 
 
 def test_bidirectional_segmentation_without_a_backward_rise_is_the_rise_rule():

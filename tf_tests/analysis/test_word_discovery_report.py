@@ -122,7 +122,7 @@ def test_backward_signal_is_eq_3_on_the_reversed_stream(tiny_lm):
     # Utterance "hi" (stream symbols 17 and 18 of 24) reversed: the values
     # after reading "i" (reversed symbol 5) and then "h" (6).
     assert len(ids) == 24 and vocab.decode(ids[17:19]) == "hi"
-    pieces = report._reversed_utterance_values(test, signal)
+    pieces = report.reversed_utterance_values(test, signal)
     np.testing.assert_array_equal(pieces[2], signal[5:7])
     results, segmentations = report.word_discovery_results(
         lm, vocab, {"train": utterances, "test": test})
