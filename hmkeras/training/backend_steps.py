@@ -5,11 +5,16 @@ of its own) writes it once, as two functions of the batch, and lets these
 steps run them as the backend's trainer asks: on TensorFlow, Keras calls
 `train_step(data)` and the step differentiates the forward pass under a
 `tf.GradientTape`; on JAX, Keras calls `train_step(state, data)` and the
-step is made stateless (`hmkeras.training.stateless_steps`). Gradients
-that are `None` (a variable the batch did not reach, such as a learned
-baseline under a greedy one) are left out of the update.
+step is made stateless (`hmkeras.training.stateless_steps`). On
+TensorFlow the loss is scaled and the gradients unscaled under mixed
+precision (the optimizer's `scale_loss`), and under a `tf.distribute`
+strategy every replica skips a step whose gradients overflow on any
+(`hmkeras.training.replica_finiteness`). Gradients that are `None` (a
+variable the batch did not reach, such as a learned baseline under a
+greedy one) are left out of the update.
 
-`ExpressionModel` and `RecurrentRecursiveLanguageModel` use them.
+`TruncatedBPTTModel`, `HandwritingTrainer`, `ExpressionModel` and
+`RecurrentRecursiveLanguageModel` use them.
 
 Examples:
 
@@ -41,6 +46,7 @@ Examples:
 
 import keras
 
+from hmkeras.training import replica_finiteness
 from hmkeras.training import stateless_steps
 
 
@@ -68,10 +74,12 @@ def train_step(model, args, forward, logs_of):
 
     with tf.GradientTape() as tape:
         loss, aux = forward(data)
+        scaled = model.optimizer.scale_loss(loss)  # the loss itself without a loss scale
     variables = model.trainable_variables
-    gradients = tape.gradient(loss, variables)
-    model.optimizer.apply_gradients(
-        [(g, v) for g, v in zip(gradients, variables) if g is not None])
+    gradients = tape.gradient(scaled, variables)
+    gradients = replica_finiteness.agree_on_finiteness(gradients, model.optimizer)
+    reached = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+    model.optimizer.apply([g for g, _ in reached], [v for _, v in reached])
     return logs_of(loss, aux)
 
 

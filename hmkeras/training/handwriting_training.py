@@ -21,18 +21,16 @@ counts neither as steps nor as boundaries; and it logs
 Batches are `(inputs, targets, weights)` as made by
 `hmkeras.models.handwriting_model.pad_sequences`.
 
-The steps are written in `keras.ops`: on TensorFlow the train step is a
-`tf.GradientTape` step (under `tf.distribute` too), on JAX the same
-computation made stateless (`hmkeras.training.stateless_steps`).
+The steps are written in `keras.ops`, once, and run by
+`hmkeras.training.backend_steps`: on TensorFlow a `tf.GradientTape` step
+(under `tf.distribute` too), on JAX the same computation made stateless.
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from hmkeras.heads.mixture_density_output import mixture_negative_log_likelihood
-from hmkeras.training import replica_finiteness
-from hmkeras.training import stateless_steps
+from hmkeras.training import backend_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 
@@ -127,36 +125,19 @@ class HandwritingTrainer(BuildsOptimizerOnCompile, keras.Model):
         return logs
 
     def train_step(self, *args):
-        """One step. Keras calls it with `(data)` on TensorFlow and with
-        `(state, data)` on JAX, whose step is stateless."""
-        if keras.backend.backend() == "jax":
-            state, data = args
+        """One step (`hmkeras.training.backend_steps`): Keras calls it with
+        `(data)` on TensorFlow and with `(state, data)` on JAX."""
+        def forward(data):
+            loss, *aux = self._sequence_losses(data, True)
+            return loss, aux
 
-            def forward():
-                loss, *aux = self._sequence_losses(data, True)
-                return loss, aux
-
-            return stateless_steps.train_step(
-                self, state, forward, lambda loss, aux: self._logs(loss, *aux))
-        return self._tensorflow_train_step(*args)
-
-    def _tensorflow_train_step(self, data):
-        with tf.GradientTape() as tape:
-            loss, per_sequence, rnn_outputs, weights = self._sequence_losses(data, True)
-            scaled = self.optimizer.scale_loss(loss)
-        variables = self.trainable_variables
-        gradients = tape.gradient(scaled, variables)
-        gradients = replica_finiteness.agree_on_finiteness(gradients, self.optimizer)
-        self.optimizer.apply(gradients, variables)
-        return self._logs(loss, per_sequence, rnn_outputs, weights)
+        return backend_steps.train_step(
+            self, args, forward, lambda loss, aux: self._logs(loss, *aux))
 
     def test_step(self, *args):
         """One evaluation step: `(data)` on TensorFlow, `(state, data)` on JAX."""
-        if keras.backend.backend() == "jax":
-            state, data = args
-            return stateless_steps.test_step(
-                self, state, lambda: self._logs(*self._sequence_losses(data, False)))
-        return self._logs(*self._sequence_losses(args[0], False))
+        return backend_steps.test_step(
+            self, args, lambda data: self._logs(*self._sequence_losses(data, False)))
 
     @property
     def metrics(self):

@@ -18,7 +18,6 @@ Examples:
 """
 
 import keras
-import tensorflow as tf
 
 
 def agree_on_finiteness(gradients, optimizer=None):
@@ -40,6 +39,8 @@ def agree_on_finiteness(gradients, optimizer=None):
     if optimizer is not None and not isinstance(
             optimizer, keras.optimizers.LossScaleOptimizer):
         return gradients
+    import tensorflow as tf  # a strategy's replicas: TensorFlow only
+
     strategy = tf.distribute.get_strategy()
     context = tf.distribute.get_replica_context()
     if context is None or strategy.num_replicas_in_sync == 1:

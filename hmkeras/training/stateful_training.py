@@ -11,9 +11,9 @@ time) and stores the final state for the next batch.  With
 right initial state (Chung et al. Sec. 4.1 train on windows of 100 with the
 state carried over).
 
-On JAX the step is stateless, as Keras' JAX trainer asks
-(`hmkeras.training.stateless_steps`); it computes what the TensorFlow
-step does.
+The step is written once and run by `hmkeras.training.backend_steps`:
+a `tf.GradientTape` step on TensorFlow and, on JAX, the same computation
+made stateless, as Keras' JAX trainer asks.
 
 Because the carried state lives in variables it is part of
 `model.weights`: `save_weights` / `hmkeras.training.training_state` checkpoint it
@@ -53,8 +53,7 @@ import keras
 import tensorflow as tf
 
 from hmkeras import argument_checks
-from hmkeras.training import replica_finiteness
-from hmkeras.training import stateless_steps
+from hmkeras.training import backend_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
 _LN2 = math.log(2.0)
@@ -234,59 +233,33 @@ class TruncatedBPTTModel(BuildsOptimizerOnCompile, keras.Model):
         return logits
 
     def train_step(self, *args):
-        """One step of truncated BPTT. Keras calls it with `(data)` on
-        TensorFlow and with `(state, data)` on JAX, whose step is stateless
-        (`_stateless_train_step`)."""
-        if keras.backend.backend() == "jax":
-            return self._stateless_train_step(*args)
-        return self._tensorflow_train_step(*args)
-
-    def _tensorflow_train_step(self, data):
-        (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
-        # Under a strategy Keras' losses divide each replica's loss by the
-        # number of replicas (the gradients are summed over the replicas).
-        replicas = _replicas()
-        with tf.GradientTape() as tape:
-            logits, rnn_outputs, *state = self.network(
-                [x, *self._initial_state(x, row_ids)], training=True
-            )
-            # The cross entropy and the network's losses: the weight
-            # penalties, the boundary prior and placement (`BoundaryLosses`).
-            loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
-            # Under mixed_float16 the optimizer is a LossScaleOptimizer: the
-            # gradients it unscales must come from the scaled loss.
-            scaled_loss = self.optimizer.scale_loss(loss)
-        variables = self.trainable_variables
-        gradients = tape.gradient(scaled_loss, variables)
-        gradients = replica_finiteness.agree_on_finiteness(gradients, self.optimizer)
-        self.optimizer.apply(gradients, variables)
-        if self.carry_state:
-            self._store_state(state, row_ids)
-        # `loss` includes any weight penalty; `bpc` is the bare training
-        # cross entropy in bits per character.
-        logs = self._update_metrics(loss, y, logits, rnn_outputs, replicas)
-        return _for_keras_reduction(logs)
-
-    def _stateless_train_step(self, state, data):
-        """The step on JAX: the TensorFlow step's, on the values in `state`
-        (`stateless_steps.train_step`: the carried state's assignment is
-        recorded, the network's losses collected). Under
-        `keras.distribution` the step sees the whole batch, sharded, so
-        nothing is all-reduced here.
+        """One step of truncated BPTT (`hmkeras.training.backend_steps`):
+        Keras calls it with `(data)` on TensorFlow and with `(state, data)`
+        on JAX, whose step is stateless (the carried state's assignment is
+        recorded, the network's losses collected). Under a `tf.distribute`
+        strategy Keras' losses divide each replica's loss by the number of
+        replicas (the gradients are summed over them); under
+        `keras.distribution` the JAX step sees the whole batch, sharded, so
+        nothing is all-reduced there.
         """
-        (x, row_ids), y = self._tokens_and_rows(data[0]), data[1]
+        (x, row_ids), y = self._tokens_and_rows(args[-1][0]), args[-1][1]
 
-        def forward():
+        def forward(data):
             logits, rnn_outputs, *final = self.network(
                 [x, *self._initial_state(x, row_ids)], training=True)
+            # The cross entropy and the network's losses: the weight
+            # penalties, the boundary prior and placement (`BoundaryLosses`).
             loss = self.compute_loss(x=x, y=y, y_pred=logits, training=True)
             if self.carry_state:
                 self._store_state(final, row_ids)
             return loss, (logits, rnn_outputs)
 
-        return stateless_steps.train_step(
-            self, state, forward,
-            lambda loss, aux: self._update_metrics(loss, y, *aux, replicas=1))
+        def logs_of(loss, aux):
+            # `loss` includes any weight penalty; `bpc` is the bare training
+            # cross entropy in bits per character.
+            return _for_keras_reduction(self._update_metrics(loss, y, *aux, _replicas()))
+
+        return backend_steps.train_step(self, args, forward, logs_of)
 
     def _update_metrics(self, loss, y, logits, rnn_outputs, replicas):
         """The step's logs: the metrics updated with this batch (`loss`,
