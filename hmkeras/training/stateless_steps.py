@@ -13,9 +13,9 @@ differentiates its loss; the optimizer applies the gradients with
 The TensorFlow step of the same model (a `tf.GradientTape`) computes the
 same values in place.
 
-`TruncatedBPTTModel` and `HandwritingTrainer` use them, and
-`hmkeras.training.backend_steps` for `ExpressionModel` and
-`RecurrentRecursiveLanguageModel`.
+`hmkeras.training.backend_steps` runs them on JAX for every model with a
+step of its own: `TruncatedBPTTModel`, `HandwritingTrainer`,
+`ExpressionModel` and `RecurrentRecursiveLanguageModel`.
 
 Examples:
 
