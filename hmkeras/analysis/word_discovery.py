@@ -58,6 +58,7 @@ import collections
 
 import numpy as np
 
+from hmkeras import argument_checks
 from hmkeras.analysis.boundary_metrics import BoundaryScores
 
 
@@ -614,9 +615,7 @@ def bidirectional_rises(utterances, forward, backward, rise_fraction=0.5):
         [1.667, -0.333, -0.333, 0.0]
     """
     utterances = _unsegmented_list(utterances, "utterances")
-    if isinstance(rise_fraction, bool) or not np.isfinite(rise_fraction) or rise_fraction < 0:
-        raise ValueError(
-            f"`rise_fraction` must be a finite number >= 0. Received: {rise_fraction!r}")
+    rise_fraction = argument_checks.check_float("rise_fraction", rise_fraction, minimum=0)
     checked = []
     for name, values in (("forward", forward), ("backward", backward)):
         values = _utterance_list(values, name)

@@ -472,6 +472,8 @@ def test_bidirectional_rises_by_hand_and_with_another_fraction():
     np.testing.assert_allclose(changes, [1.0, -5.0, 4.0, 2.0, -3.0])
     with pytest.raises(ValueError, match="`rise_fraction` must be a finite number >= 0"):
         bidirectional_rises(["abcdef"], [forward], [backward], rise_fraction=-0.5)
+    with pytest.raises(ValueError, match="`rise_fraction` must be a finite number >= 0"):
+        bidirectional_rises(["abcdef"], [forward], [backward], rise_fraction="half")
 
 
 def test_bidirectional_segmentation_without_a_backward_rise_is_the_rise_rule():
