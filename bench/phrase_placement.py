@@ -11,7 +11,12 @@ the network once (batch 1, state carried, as the test pass does) and
 prints:
 
 * `z^2` and its placement targets, scored against the phrase ends (best
-  alignment, exact placement, as the run's summary scores them);
+  alignment, exact placement, as the run's summary scores them), and
+  `z^2` read one step earlier (`one_step_earlier`);
+* where `z^2` fires (`firing_places`): the share of its firings at a step
+  where `z^1` fires, at the step after one (where the layer below is
+  flushed and layer 2 copied: it hands the layer above the summary it
+  made one step before), or elsewhere;
 * the predictive entropy `H_t` (nats) at the deciding steps of `z^2`, by
   kind of step: a phrase end, another word end, a step inside a word;
 * boundaries at the prior's rate of `z^2` (one per `--segment_length`
@@ -67,6 +72,25 @@ def step_kinds(words, phrases):
     ends = lambda references: np.max(np.stack(list(references.values())), axis=0) > 0
     phrase_end, word_end = ends(phrases), ends(words)
     return np.where(phrase_end, 0, np.where(word_end, 1, 2))
+
+
+def one_step_earlier(boundaries):
+    """`boundaries` moved one step back: a firing at step `t + 1` read as
+    one at `t` (a firing at the first step is dropped)."""
+    return np.concatenate([boundaries[1:], [0]]).astype(boundaries.dtype)
+
+
+def firing_places(z):
+    """The shares of `z^2`'s firings (`z[:, 1]`) at a step where `z^1`
+    fires, at the step after one (`z^1` fired at `t - 1`, not at `t`) and
+    elsewhere; zeros when `z^2` never fires."""
+    fired = z[:, 1] > 0
+    with_z1 = fired & (z[:, 0] > 0)
+    after_z1 = fired & (z[:, 0] == 0) & np.concatenate([[False], z[:-1, 0] > 0])
+    count = max(int(fired.sum()), 1)
+    return {"at a z^1 step": float(with_z1.sum() / count),
+            "the step after a z^1 step": float(after_z1.sum() / count),
+            "elsewhere": float((fired & ~with_z1 & ~after_z1).sum() / count)}
 
 
 def placement_targets(entropy, z):
@@ -191,6 +215,7 @@ def main(_):
     count = round(len(z) / FLAGS.segment_length)
     rows = {
         "z^2 (the trained detector)": z[:, 1],
+        "z^2 read one step earlier": one_step_earlier(z[:, 1]),
         "Eq. (1) targets of z^2 (H_t above the mean over A^2)": targets,
         f"the {count} z^1 steps of highest H_t (the prior's rate)":
             ranked_boundaries(entropy, z[:, 0], count),
@@ -204,6 +229,9 @@ def main(_):
         results[name] = {"rate": float(boundaries.mean()), "precision": s.precision,
                          "recall": s.recall, "f1": s.f1}
         print(f"{name:58s} {boundaries.mean():5.3f} {s.precision:6.3f} {s.recall:6.3f} {s.f1:6.3f}")
+    places = firing_places(z)
+    results["z^2 fires"] = places
+    print("z^2 fires " + ", ".join(f"{share:.3f} {where}" for where, share in places.items()))
     print(f"\n{'H_t (nats) at the deciding steps of z^2':40s}  steps    10%    50%    90%")
     for index, kind in enumerate(KINDS):
         values = entropy[deciding & (kinds == index)]

@@ -168,6 +168,10 @@ flags.DEFINE_enum("boundary_placement", "entropy", list(PLACEMENTS),
                   "forwards and backwards, a backward LSTM LM trained beside the "
                   "model for the targets) or none. Needs a boundary prior; "
                   "--boundary_prior=none drops it too.")
+flags.DEFINE_bool("placement_upper_layers", True, "Place z^2 .. too (Eq. 1 of "
+                  "hmkeras.cells.boundary_placement for each layer above the bottom one); "
+                  "--noplacement_upper_layers places z^1 only and leaves the layers above "
+                  "to the prior and the language model.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -347,10 +351,24 @@ def _check_placement_flag(settings, flag_values):
     settings["boundary_placement"] = "none"
 
 
+def _check_upper_layers_flag(settings, flag_values):
+    """--noplacement_upper_layers changes a placement: refused where the
+    run has none (--boundary_placement=none, --boundary_prior=none)."""
+    if settings["boundary_placement"] == "none" and flag_values["placement_upper_layers"].present:
+        if not settings["placement_upper_layers"]:
+            raise FlagError(
+                "--noplacement_upper_layers leaves z^1's placement alone, and this run "
+                "has no placement (--boundary_placement=none, or --boundary_prior=none: "
+                "the papers' model). Received: --boundary_placement=none "
+                "--noplacement_upper_layers")
+    if settings["boundary_placement"] == "none":
+        settings["placement_upper_layers"] = flag_values["placement_upper_layers"].default
+
+
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
     "boundary_gradient", "boundary_input", "boundary_bias", "boundary_prior",
-    "segment_lengths", "boundary_placement", "stop_on_collapse",
+    "segment_lengths", "boundary_placement", "placement_upper_layers", "stop_on_collapse",
 )
 
 
@@ -405,6 +423,7 @@ def resolve_settings(flag_values):
     boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
     _check_placement_flag(settings, flag_values)
     _unsegmented_boundary_defaults(settings, flag_values)
+    _check_upper_layers_flag(settings, flag_values)
     if settings["dataset"] != "text_file":
         for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
             settings[name] = flag_values[name].default
@@ -448,8 +467,8 @@ MODEL_FLAGS = (
     "vocabulary", "text_chars", "unsegmented", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "boundary_gradient", "boundary_input", "layer_norm", "top_down",
-    "copy_last", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement", "weight_norm", "dropout",
-    "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
+    "copy_last", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
+    "placement_upper_layers", "weight_norm", "dropout", "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
 # --no_top_down is --top_down) or name the run itself.
@@ -497,7 +516,7 @@ def model_config(s, vocab_size):
         output=s["output"], output_units=s["output_units"],
         cell_options=cell_options(s), **boundary_prior_flags.prior_arguments(s),
         boundary_placement=None if s["boundary_placement"] == "none" else s["boundary_placement"],
-        l2=s["l2"], seed=s["seed"],
+        placement_upper_layers=s["placement_upper_layers"], l2=s["l2"], seed=s["seed"],
     )
 
 

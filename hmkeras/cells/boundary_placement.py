@@ -98,6 +98,15 @@ phonemes the rise rule on the two directions' sum scores 0.85 against
 the gold words where each direction alone scores 0.78-0.79
 (`docs/results/word-discovery.md`, "Both directions").
 
+With `upper_layers=False` only `z^1` is placed (the first term of Eq. 1
+or 2, or Eq. 4's); the layers above are left to the prior and the
+language model.  On the embedded corpus the terms of `z^2` are what
+put `z^2` on the steps where `z^1` fires: without them the language
+model moves `z^2` to the step after, a step at which the layer above
+receives the same summary (layer 2 is copied there), and on one seed of
+three to the step after the phrase ends (`docs/results/char-lm.md`,
+"Without z^2's own placement term").
+
 In the discrete boundary modes the gradient reaches each detector through
 the straight-through estimator (Chung et al. Eq. 8-9).
 
@@ -261,6 +270,9 @@ class BoundaryPlacement:
             next symbol's surprisal rises; needs `tokens`) or
             `"bidirectional"` (Eq. 4: that rise read forwards and backwards;
             needs `tokens` and `backward_logits`).
+        upper_layers: Place the layers above the bottom one too (default);
+            False places `z^1` only and leaves `z^2 ..` to the prior and
+            the language-modelling loss.
 
     Call arguments:
         boundaries: The `(batch, time, layers)` boundaries `z^1 ..
@@ -283,12 +295,13 @@ class BoundaryPlacement:
     Examples:
 
         >>> BoundaryPlacement(weight=2.0).get_config()
-        {'weight': 2.0, 'form': 'entropy'}
+        {'weight': 2.0, 'form': 'entropy', 'upper_layers': True}
     """
 
-    def __init__(self, weight=1.0, form="entropy"):
+    def __init__(self, weight=1.0, form="entropy", upper_layers=True):
         self.weight = argument_checks.check_float("weight", weight, minimum=0)
         self.form = argument_checks.check_choice("form", form, FORMS)
+        self.upper_layers = argument_checks.check_bool("upper_layers", upper_layers)
 
     def __call__(self, boundaries, logits, mask=None, tokens=None, backward_logits=None):
         boundaries = ops.convert_to_tensor(boundaries)
@@ -328,6 +341,9 @@ class BoundaryPlacement:
                 rise = rise + reached * (backward - typical)
             margin = ops.concatenate([rise, margin[..., 1:]], axis=-1)
         target = ops.cast(margin > 0.0, dtype)
+        if not self.upper_layers:  # z^1's term only
+            active = ops.concatenate(
+                [active[..., :1], ops.zeros_like(active[..., 1:])], axis=-1)
         misplaced = _distance(z, target) * ops.abs(margin) * active  # Eq. (1)
         return self.weight * replicas * ops.sum(ops.sum(misplaced, axis=(0, 1)) / steps)
 
@@ -360,7 +376,7 @@ class BoundaryPlacement:
         return change, ops.concatenate([deciding, active[..., 1:]], axis=-1)
 
     def get_config(self):
-        return {"weight": self.weight, "form": self.form}
+        return {"weight": self.weight, "form": self.form, "upper_layers": self.upper_layers}
 
     @classmethod
     def from_config(cls, config):
@@ -385,6 +401,7 @@ class BoundaryPlacementLoss(keras.layers.Layer):
             `"surprisal"` or `"bidirectional"` (text whose words nothing
             marks; the last two need the tokens, the last also a backward
             language model's logits).
+        upper_layers: As in `BoundaryPlacement`: False places `z^1` only.
         **kwargs: Keras layer arguments (`name`, ...).
 
     Call arguments:
@@ -415,10 +432,11 @@ class BoundaryPlacementLoss(keras.layers.Layer):
         2
     """
 
-    def __init__(self, boundary_layers=2, weight=1.0, form="entropy", **kwargs):
+    def __init__(self, boundary_layers=2, weight=1.0, form="entropy", upper_layers=True,
+                 **kwargs):
         super().__init__(**kwargs)
         self.boundary_layers = argument_checks.check_int("boundary_layers", boundary_layers, minimum=1)
-        self.placement = BoundaryPlacement(weight=weight, form=form)
+        self.placement = BoundaryPlacement(weight=weight, form=form, upper_layers=upper_layers)
 
     def call(self, inputs, training=False):
         outputs, logits, *extra = inputs
@@ -435,4 +453,5 @@ class BoundaryPlacementLoss(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "boundary_layers": self.boundary_layers,
-                "weight": self.placement.weight, "form": self.placement.form}
+                "weight": self.placement.weight, "form": self.placement.form,
+                "upper_layers": self.placement.upper_layers}

@@ -177,6 +177,11 @@ class CharLanguageModelConfig(JsonConfig):
             `boundary_prior=None` the model is the papers' whatever this
             says. A JSON configuration without the field (`from_json`)
             reads back as None: the prior alone.
+        placement_upper_layers: Place the boundary layers above the
+            bottom one too (default); False places `z^1` only and leaves
+            `z^2 ..` to the prior and the language model
+            (`BoundaryPlacement(upper_layers=False)`). A JSON
+            configuration without the field reads back as True.
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initial weights and the cells' dropout masks
             (None: random); the program's random state is left alone
@@ -211,6 +216,7 @@ class CharLanguageModelConfig(JsonConfig):
     boundary_prior: str = "rate"
     segment_lengths: list = None
     boundary_placement: str = "entropy"
+    placement_upper_layers: bool = True
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
@@ -233,6 +239,8 @@ class CharLanguageModelConfig(JsonConfig):
         if self.boundary_placement is not None:
             argument_checks.check_choice(
                 "boundary_placement", self.boundary_placement, PLACEMENT_FORMS)
+        self.placement_upper_layers = argument_checks.check_bool(
+            "placement_upper_layers", self.placement_upper_layers)
 
 
 def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,
@@ -298,7 +306,8 @@ class CharLanguageModel:
             )
         # Beside the prior (never without it): where the boundaries go.
         if self.boundary_prior is not None and config.boundary_placement is not None:
-            self.boundary_placement = BoundaryPlacement(form=config.boundary_placement)
+            self.boundary_placement = BoundaryPlacement(
+                form=config.boundary_placement, upper_layers=config.placement_upper_layers)
         with seeded_initializers(config.seed):
             self.network = self._build()
 

@@ -609,3 +609,46 @@ def test_loss_layer_passes_the_tokens_to_the_surprisal_form():
     assert float(backend_support.to_numpy(layer.losses[0])) == pytest.approx(
         reference_surprisal_placement(z, logits.astype("float32").astype("float64"), tokens),
         rel=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_upper_layers_false_places_the_bottom_layer_only(seed):
+    # Every form's value is its reference less the upper layers' terms of
+    # Eq. (1); z^2 gets no gradient, z^1 the one it gets with them.
+    z, logits = random_case(seed, shape=(3, 11, 2), soft=True)
+    backward_logits = random_case(seed + 50, shape=(3, 11, 2))[1]
+    tokens = random_tokens(seed, (3, 11))
+    mask = (np.random.default_rng(seed + 7).random(z.shape[:2]) < 0.7).astype(float)
+    cases = {
+        "entropy": (dict(mask=mask), reference_placement(z[..., :1], logits, 0.5, mask=mask)),
+        "rise": ({}, reference_rise_placement(z, logits, 0.5)
+                 - 0.5 * reference_upper_layers(z, logits)),
+        "surprisal": (dict(tokens=tokens), reference_surprisal_placement(z, logits, tokens, 0.5)
+                      - 0.5 * reference_upper_layers(z, logits)),
+        "bidirectional": (dict(tokens=tokens, backward_logits=backward_logits),
+                          reference_bidirectional_placement(z, logits, backward_logits, tokens, 0.5)
+                          - 0.5 * reference_upper_layers(z, logits)),
+    }
+    for form, (extra, expected) in cases.items():
+        bottom = BoundaryPlacement(weight=0.5, form=form, upper_layers=False)
+        assert float(bottom(z, logits, **extra)) == pytest.approx(expected, rel=REL), form
+        both = BoundaryPlacement(weight=0.5, form=form)
+        assert float(both(z, logits, **extra)) != pytest.approx(expected, rel=1e-3), form
+        gradients = [ops.convert_to_numpy(backend_support.traced_gradients(
+            lambda z, logits: (placement(z, logits, **extra), ()), z, logits)[1][0])
+            for placement in (bottom, both)]
+        assert not np.any(gradients[0][..., 1]) and np.any(gradients[1][..., 1]), form
+        np.testing.assert_allclose(gradients[0][..., 0], gradients[1][..., 0], rtol=1e-6)
+
+
+def test_upper_layers_round_trips_and_is_checked():
+    layer = hmkeras.BoundaryPlacementLoss(boundary_layers=2, upper_layers=False)
+    assert layer.placement.upper_layers is False
+    copy = hmkeras.BoundaryPlacementLoss.from_config(layer.get_config())
+    assert copy.get_config()["upper_layers"] is False
+    placement = BoundaryPlacement(upper_layers=False)
+    assert keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(placement)).upper_layers is False
+    for bad in ("no", 0, None):
+        with pytest.raises(ValueError, match="upper_layers"):
+            BoundaryPlacement(upper_layers=bad)

@@ -1,5 +1,6 @@
 """Tests of examples/ptb_char.py and examples/sample.py (tiny runs)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -212,6 +213,41 @@ def test_placement_flag_makes_the_model_field():
     assert s["boundary_placement"] == "none"
     config = char_lm_flags.model_config(s, 30)
     assert (config.boundary_prior, config.boundary_placement) == (None, None)
+
+
+def test_upper_layers_flag_makes_the_model_field_and_needs_a_placement():
+    # --noplacement_upper_layers: z^1's placement only, in the configuration
+    # and the model; refused without a placement; a run made before the
+    # flag existed placed every layer and resumes with the default.
+    from command_line import FlagError
+    from hmkeras.models.char_language_model import CharLanguageModel
+
+    assert char_lm_flags.model_config(_settings(), 30).placement_upper_layers is True
+    config = char_lm_flags.model_config(_settings("--noplacement_upper_layers"), 30)
+    assert config.placement_upper_layers is False
+    lm = CharLanguageModel(dataclasses.replace(config, units=4, output_units=4,
+                                               embedding_dim=2))
+    assert lm.boundary_placement.get_config()["upper_layers"] is False
+    for flags in (["--boundary_placement=none"], ["--boundary_prior=none"]):
+        with pytest.raises(FlagError, match="--noplacement_upper_layers leaves z.1's placement"):
+            _settings(*flags, "--noplacement_upper_layers")
+        assert _settings(*flags)["placement_upper_layers"] is True
+
+
+def test_run_made_before_the_upper_layers_flag_resumes_with_every_layer_placed(tmp_path):
+    from command_line import FlagError
+    from run_directory import write_run_kind
+
+    out = str(tmp_path / "old_run")
+    s = _settings(f"--output_dir={out}")
+    os.makedirs(out)
+    write_run_kind(out, "char_lm")
+    with open(os.path.join(out, "settings.json"), "w") as f:
+        json.dump({k: v for k, v in s.items() if k != "placement_upper_layers"}, f)
+    assert char_lm_flags.prepare_output_dir(s, kind="char_lm") == ()
+    with pytest.raises(FlagError, match="placement_upper_layers"):
+        char_lm_flags.prepare_output_dir(
+            _settings(f"--output_dir={out}", "--noplacement_upper_layers"), kind="char_lm")
 
 
 def test_run_made_before_the_placement_resumes_only_as_what_it_was(tmp_path):

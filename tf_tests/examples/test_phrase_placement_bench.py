@@ -105,3 +105,19 @@ def test_state_read_out_is_fitted_on_the_first_half_and_set_on_the_second():
     assert first == steps[50]
     assert boundaries[:first].sum() == 0
     np.testing.assert_array_equal(boundaries[steps[50:]], is_phrase_end[50:].astype(int))
+
+
+def test_one_step_earlier_moves_each_firing_back_one_step():
+    np.testing.assert_array_equal(BENCH.one_step_earlier(np.array([1, 0, 1, 1, 0])),
+                                  [0, 1, 1, 0, 0])
+
+
+def test_firing_places_split_z2_by_where_z1_fired():
+    # z^2 fires at steps 1 (with z^1), 2 and 4 (z^1 fired the step before,
+    # not at the step) and 6 (elsewhere).
+    z1 = np.array([0, 1, 0, 1, 0, 0, 0])
+    z2 = np.array([0, 1, 1, 0, 1, 0, 1])
+    places = BENCH.firing_places(np.stack([z1, z2], axis=1))
+    assert places == {"at a z^1 step": 0.25, "the step after a z^1 step": 0.5,
+                      "elsewhere": 0.25}
+    assert set(BENCH.firing_places(np.zeros((3, 2), int)).values()) == {0.0}
