@@ -351,18 +351,17 @@ def _check_placement_flag(settings, flag_values):
     settings["boundary_placement"] = "none"
 
 
-def _check_upper_layers_flag(settings, flag_values):
+def _check_upper_layers_flag(settings):
     """--noplacement_upper_layers changes a placement: refused where the
-    run has none (--boundary_placement=none, --boundary_prior=none)."""
-    if settings["boundary_placement"] == "none" and flag_values["placement_upper_layers"].present:
-        if not settings["placement_upper_layers"]:
-            raise FlagError(
-                "--noplacement_upper_layers leaves z^1's placement alone, and this run "
-                "has no placement (--boundary_placement=none, or --boundary_prior=none: "
-                "the papers' model). Received: --boundary_placement=none "
-                "--noplacement_upper_layers")
-    if settings["boundary_placement"] == "none":
-        settings["placement_upper_layers"] = flag_values["placement_upper_layers"].default
+    run has none (--boundary_placement=none, or --boundary_prior=none)."""
+    if settings["boundary_placement"] != "none" or settings["placement_upper_layers"]:
+        return
+    cause = ("--boundary_prior=none" if settings["boundary_prior"] == "none"
+             else "--boundary_placement=none")
+    raise FlagError(
+        "--noplacement_upper_layers leaves z^1's placement alone, and this run has no "
+        "placement (--boundary_placement=none, or --boundary_prior=none: the papers' "
+        f"model). Received: {cause} --noplacement_upper_layers")
 
 
 HIERARCHICAL_ONLY_FLAGS = (
@@ -423,7 +422,7 @@ def resolve_settings(flag_values):
     boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
     _check_placement_flag(settings, flag_values)
     _unsegmented_boundary_defaults(settings, flag_values)
-    _check_upper_layers_flag(settings, flag_values)
+    _check_upper_layers_flag(settings)
     if settings["dataset"] != "text_file":
         for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
             settings[name] = flag_values[name].default
