@@ -38,6 +38,7 @@ import os
 import tensorflow_datasets as tfds
 
 from hmkeras.data import char_stream_builder
+from hmkeras.data import exclusive_preparation
 from hmkeras.data.brent import Brent
 from hmkeras.data.enwik8 import Enwik8
 from hmkeras.data.ptb_char import PtbChar
@@ -115,15 +116,14 @@ def char_corpus_builder(
         config = default_config
     if config is not None:
         kwargs["config"] = config
-    builder = builder_cls(**kwargs)
     download_config = tfds.download.DownloadConfig(
         manual_dir=(
             os.path.expanduser(os.fspath(manual_dir)) if manual_dir else None
         ),
         try_download_gcs=False,
     )
-    builder.download_and_prepare(download_config=download_config)
-    return builder
+    # One process at a time prepares it; the others find it ready.
+    return exclusive_preparation.prepared(lambda: builder_cls(**kwargs), download_config)
 
 
 def load_char_corpus(

@@ -33,6 +33,7 @@ import os
 import tensorflow_datasets as tfds
 
 from hmkeras.data import char_stream_builder
+from hmkeras.data import exclusive_preparation
 from hmkeras.data import word_stream_builder
 from hmkeras.data.ptb_word import PtbWord
 from hmkeras.data.synthetic_word_corpus import SyntheticWordCorpus
@@ -80,12 +81,12 @@ def word_corpus_builder(name, data_dir=None, manual_dir=None,
     kwargs = {"allow_download": allow_download}
     if data_dir is not None:
         kwargs["data_dir"] = os.path.expanduser(os.fspath(data_dir))
-    builder = _BUILDERS[name](**kwargs)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+    # One process at a time prepares it; the others find it ready.
+    return exclusive_preparation.prepared(lambda: _BUILDERS[name](**kwargs),
+                                          tfds.download.DownloadConfig(
         manual_dir=os.path.expanduser(os.fspath(manual_dir)) if manual_dir else None,
         try_download_gcs=False,
     ))
-    return builder
 
 
 def load_word_corpus(name, split, data_dir=None, manual_dir=None,

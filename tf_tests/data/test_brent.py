@@ -321,3 +321,57 @@ def test_real_files_through_the_published_configs(tmp_path):
                                  manual_dir=REAL_DIR, allow_download=False)
     assert len(text.split()) == 26_815
     assert len(text.replace(" ", "").replace("\n", "")) == 102_544
+
+
+def test_exclusive_preparation_holds_the_lock_of_its_dataset_folder(tmp_path):
+    # While a process prepares a dataset, another cannot take its lock
+    # (that process would wait); once done, it can; another folder's lock
+    # is free throughout.
+    import subprocess
+    import sys
+
+    from hmkeras.data import exclusive_preparation
+
+    probe = ("import fcntl, sys\n"
+             "with open(sys.argv[1], 'a') as f:\n"
+             "    try:\n"
+             "        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+             "    except BlockingIOError:\n"
+             "        sys.exit(3)\n")
+
+    def other_process_locks(folder):
+        path = exclusive_preparation.lock_path(folder)
+        return subprocess.run([sys.executable, "-c", probe, path]).returncode == 0
+
+    folder, other = tmp_path / "data" / "brent" / "phonemes", tmp_path / "elsewhere"
+    assert exclusive_preparation.lock_path(str(folder)) == exclusive_preparation.lock_path(
+        os.path.join(str(tmp_path), "data", ".", "brent", "phonemes"))
+    with exclusive_preparation.exclusive(folder):
+        assert not other_process_locks(folder)
+        assert other_process_locks(other)
+    assert other_process_locks(folder)
+
+
+@pytest.mark.slow
+def test_three_processes_prepare_one_dataset_at_once(tmp_path):
+    # Three runs started together on a fresh data directory (three seeds of
+    # an example): each gets the dataset, none fails on TFDS' rename.
+    import subprocess
+    import sys
+
+    lines = _published_shape("#%&()*3679ADEGILMNOQRSTUWabcdefghiklmnoprstuvwyz~",
+                             {"train": 7832, "validation": 978, "test": 978})
+    manual = _write(tmp_path / "manual", lines, PHONO)
+    child = ("import sys\n"
+             "from hmkeras import data\n"
+             "text = data.load_char_corpus('brent_phonemes', 'test', data_dir=sys.argv[1],\n"
+             "                             manual_dir=sys.argv[2], allow_download=False)\n"
+             "print(len(text))\n")
+    env = dict(os.environ, HMKERAS_OFFLINE="1")
+    runs = [subprocess.Popen([sys.executable, "-c", child, str(tmp_path / "data"), str(manual)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(3)]
+    results = [run.communicate(timeout=600) for run in runs]
+    for run, (out, err) in zip(runs, results):
+        assert run.returncode == 0, err[-2000:]
+        assert int(out.split()[-1]) == len(_stream(lines["test"]))
