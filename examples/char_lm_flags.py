@@ -467,7 +467,8 @@ MODEL_FLAGS = (
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "boundary_gradient", "boundary_input", "layer_norm", "top_down",
     "copy_last", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
-    "placement_upper_layers", "weight_norm", "dropout", "recurrent_dropout", "multiplicative_units", "l2", "batch_size", "seq_len",
+    "placement_upper_layers", "weight_norm", "dropout", "recurrent_dropout",
+    "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
 # --no_top_down is --top_down) or name the run itself.

@@ -7,10 +7,10 @@ a fresh data directory, both rename, and the second fails
 (`FileExistsError` or `OSError: Directory not empty`). `prepared` makes
 the builder and runs `download_and_prepare` under an exclusive lock, one
 per dataset folder: the first process prepares, the others wait for it
-and then find the dataset ready. The lock is a file in the system's temporary directory (`flock`,
-released when the process ends, however it ends), so a failed preparation
-leaves nothing in the data directory; where `fcntl` does not exist
-(Windows) the preparation runs unlocked.
+and then find the dataset ready. The lock is a file in the system's
+temporary directory (`flock`, released when the process ends, however it
+ends), so a failed preparation leaves nothing in the data directory;
+where `fcntl` does not exist (Windows) the preparation runs unlocked.
 
 Examples:
 

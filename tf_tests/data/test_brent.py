@@ -3,6 +3,8 @@ the real format written by the tests (no network: downloads are forbidden),
 and on the real files of ../shared/data/brent when they are there."""
 
 import os
+import subprocess
+import sys
 import time
 import zipfile
 
@@ -323,42 +325,10 @@ def test_real_files_through_the_published_configs(tmp_path):
     assert len(text.replace(" ", "").replace("\n", "")) == 102_544
 
 
-def test_exclusive_preparation_holds_the_lock_of_its_dataset_folder(tmp_path):
-    # While a process prepares a dataset, another cannot take its lock
-    # (that process would wait); once done, it can; another folder's lock
-    # is free throughout.
-    import subprocess
-    import sys
-
-    from hmkeras.data import exclusive_preparation
-
-    probe = ("import fcntl, sys\n"
-             "with open(sys.argv[1], 'a') as f:\n"
-             "    try:\n"
-             "        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
-             "    except BlockingIOError:\n"
-             "        sys.exit(3)\n")
-
-    def other_process_locks(folder):
-        path = exclusive_preparation.lock_path(folder)
-        return subprocess.run([sys.executable, "-c", probe, path]).returncode == 0
-
-    folder, other = tmp_path / "data" / "brent" / "phonemes", tmp_path / "elsewhere"
-    assert exclusive_preparation.lock_path(str(folder)) == exclusive_preparation.lock_path(
-        os.path.join(str(tmp_path), "data", ".", "brent", "phonemes"))
-    with exclusive_preparation.exclusive(folder):
-        assert not other_process_locks(folder)
-        assert other_process_locks(other)
-    assert other_process_locks(folder)
-
-
 @pytest.mark.slow
 def test_three_processes_prepare_one_dataset_at_once(tmp_path):
     # Three runs started together on a fresh data directory (three seeds of
     # an example): each gets the dataset, none fails on TFDS' rename.
-    import subprocess
-    import sys
-
     lines = _published_shape("#%&()*3679ADEGILMNOQRSTUWabcdefghiklmnoprstuvwyz~",
                              {"train": 7832, "validation": 978, "test": 978})
     manual = _write(tmp_path / "manual", lines, PHONO)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import hmkeras
+from hmkeras.models.char_language_model import CharLanguageModel
 from example_modules import ROOT, example_settings, load_example, run_ptb_char
 
 ptb_char = load_example("ptb_char")
@@ -220,7 +221,6 @@ def test_upper_layers_flag_makes_the_model_field_and_needs_a_placement():
     # and the model; refused without a placement; a run made before the
     # flag existed placed every layer and resumes with the default.
     from command_line import FlagError
-    from hmkeras.models.char_language_model import CharLanguageModel
 
     assert char_lm_flags.model_config(_settings(), 30).placement_upper_layers is True
     config = char_lm_flags.model_config(_settings("--noplacement_upper_layers"), 30)
