@@ -9,7 +9,11 @@ run's encoder reading:
 * `greedy`: the trees of its policy's argmax (what the run's test reads);
 * `brackets`: the true trees (split at "(", merge at ")", recur otherwise);
 * `no tree`: recur at every token (the encoder as an LSTM of its cells);
-* `random`: a uniformly random operation per token (seeded).
+* `random`: a uniformly random operation per token (seeded);
+* `greedy, ) merges`: the greedy trees with a merge at every closing
+  bracket (a merge on an empty stack runs as a recur): one change of a
+  policy that picks an operation per symbol, the one that completes the
+  brackets of a policy that already splits at every "(".
 
 For each: the accuracy (both digits right, %), the mean reward of the
 run's REINFORCE objective with the likelihood reward (minus the decoder's
@@ -48,7 +52,7 @@ flags.DEFINE_integer("test_size", None, "Test expressions per length (default: t
 flags.DEFINE_integer("seed", 0, "Seed of the random trees.", lower_bound=0)
 flags.mark_flags_as_required(["run_dir"])
 
-TREES = ("greedy", "brackets", "no tree", "random")
+TREES = ("greedy", "brackets", "no tree", "random", "greedy, ) merges")
 # The operations per token of a reading between tokens whose reach is
 # reported: the paper's (`examples/mee.py --operations_per_token=3`).
 READING_BETWEEN_TOKENS = 3
@@ -67,10 +71,13 @@ def twin_encoder(model):
     twin = ExpressionModel(
         "rrnet_supervised", vocab_size=model.vocab_size, units=model.units,
         embedding_dim=model.embedding_dim, max_depth=model.max_depth,
-        decoder=model.decoder_name, memory=model.memory)
+        decoder=model.decoder_name, memory=model.memory,
+        policy_inputs=model.policy_inputs)
     twin.build_from_config({"built": True})
-    # The same layers in the same order; a learned baseline is the run's own.
-    weights = [w for w in model.weights if not w.path.startswith("baseline/")]
+    # The same layers in the same order; a learned baseline is the run's own,
+    # and so is the step counter of a policy warm-up.
+    weights = [w for w in model.weights if not w.path.startswith("baseline/")
+               and w is not getattr(model, "trained_steps", None)]
     for mine, theirs in zip(twin.weights, weights, strict=True):
         if tuple(mine.shape) != tuple(theirs.shape):
             raise ValueError(f"Weights do not match: {mine.path} {mine.shape} and "
@@ -88,8 +95,13 @@ def tree_operations(kind, model, inputs, rng):
         return np.full_like(inputs["operations"], 2)
     if kind == "random":
         return rng.integers(0, 3, size=inputs["operations"].shape).astype(np.int32)
-    actions = model.analyze(inputs, training=False)[1][0]
-    return np.asarray(actions).astype(np.int32)
+    actions = np.asarray(model.analyze(inputs, training=False)[1][0]).astype(np.int32)
+    if kind == "greedy, ) merges":
+        from hmkeras.data import mee
+
+        closing = np.asarray(inputs["tokens"]) == mee.VOCABULARY.index(")") + 1
+        actions = np.where(closing, mee.MERGE_OPERATION, actions)
+    return actions
 
 
 def score(twin, inputs, digits, operations):
@@ -154,11 +166,11 @@ def out_of_reach_share(examples_by_length, operations_per_token):
 
 
 def print_table(table):
-    print(f"{'length':>6}  {'trees':<9}{'accuracy %':>11}{'reward (nats)':>15}"
+    print(f"{'length':>6}  {'trees':<17}{'accuracy %':>11}{'reward (nats)':>15}"
           f"{'bracket F1 %':>14}")
     for length, rows in table.items():
         for kind, row in rows.items():
-            print(f"{length:>6}  {kind:<9}{row['accuracy']:11.2f}{row['reward']:15.3f}"
+            print(f"{length:>6}  {kind:<17}{row['accuracy']:11.2f}{row['reward']:15.3f}"
                   f"{row['bracket_f1']:14.1f}")
 
 

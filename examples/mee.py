@@ -23,6 +23,12 @@ REINFORCE policy splits and merges between tokens, at most twice before
 each token, and only recur reads a token (the paper's operations;
 `--operations_per_token=3`, its default, chosen by measurement);
 `--operations_per_token=1` makes every operation consume its token.
+`--policy_inputs=token` gives the REINFORCE (or supervised) policy the
+token alone, `--policy_warmup_epochs=N` trains the encoder and decoder
+for N epochs on the untrained policy's trees before the policy learns,
+and `--exploration=E` spreads a share E of the policy's probability over
+the possible operations (`docs/results/mee-logic.md`, "Where the encoder
+and its policy start"; all three off by default).
 The supervised and random-tree encoders merge with Tree-LSTM nodes
 (`--memory=tree`, their default, chosen by measurement: the supervised
 RRNet's lead over the LSTM comes with it); `--memory=continued` gives the
@@ -70,7 +76,10 @@ ENCODER_OPTIONS = (
     ("reward", None, ("rrnet_reinforce",)),
     ("baseline", None, ("rrnet_reinforce",)),
     ("tree_samples", None, ("rrnet_reinforce",)),
+    ("policy_warmup_epochs", 0, ("rrnet_reinforce",)),
+    ("exploration", 0.0, ("rrnet_reinforce",)),
     ("recur_bias", 0.0, ("rrnet_supervised", "rrnet_reinforce")),
+    ("policy_inputs", "state_and_token", ("rrnet_supervised", "rrnet_reinforce")),
     ("memory", None, ("rrnet_supervised", "rrnet_reinforce", "rrnet_random")),
 )
 # Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
@@ -115,6 +124,15 @@ flags.DEFINE_float("policy_weight", 0.01, "Weight of the policy loss (it reaches
 flags.DEFINE_float("entropy_weight", 1e-4, "REINFORCE entropy bonus.", lower_bound=0)
 flags.DEFINE_float("recur_bias", 0.0, "Initial bias of the RRNet policy's recur logit "
                    "(0: a uniform policy; 3: recur with probability 0.91).")
+flags.DEFINE_enum("policy_inputs", "state_and_token", ["state_and_token", "token"],
+                  "What the RRNet policy reads: [h; e_t] (the paper's) or the token's "
+                  "embedding e_t only (a fixed operation per symbol when greedy).")
+flags.DEFINE_integer("policy_warmup_epochs", 0, "REINFORCE: epochs at the start that "
+                     "train the encoder and decoder on the untrained policy's trees, "
+                     "without the policy's losses (counted in --epochs).", lower_bound=0)
+flags.DEFINE_float("exploration", 0.0, "REINFORCE: share of the policy's probability "
+                   "spread evenly over the possible operations, in [0, 1).",
+                   lower_bound=0, upper_bound=0.999999)
 flags.DEFINE_integer("operations_per_token", None, "The most operations per token "
                      "(1: each consumes its token; n > 1, rrnet_reinforce only: the "
                      "paper's splits and merges between tokens, at most n - 1, then "
@@ -197,6 +215,11 @@ def load_split(split, lengths, size, seed):
             for length in lengths}
 
 
+def _steps_per_epoch(by_length, batch_size):
+    """Training steps of one epoch: the batches of every length (`_dataset`)."""
+    return sum(-(-len(examples) // batch_size) for examples in by_length.values())
+
+
 def _dataset(by_length, batch_size, shuffle_seed=None):
     """Batches of one length each (no padding), from `{length: [MeeExample]}`;
     shuffled within each length, then the batches, when `shuffle_seed` is
@@ -245,7 +268,9 @@ def run(s):
         entropy_weight=s["entropy_weight"], reward=s["reward"], decoder=s["decoder"],
         recur_bias=s["recur_bias"], operations_per_token=s["operations_per_token"],
         memory=s["memory"], baseline=s["baseline"], tree_samples=s["tree_samples"],
-        seed=s["seed"])
+        policy_inputs=s["policy_inputs"], exploration=s["exploration"],
+        policy_warmup_steps=s["policy_warmup_epochs"] * _steps_per_epoch(
+            train, s["batch_size"]), seed=s["seed"])
     # The defaults resolved.
     s["operations_per_token"], s["memory"] = model.operations_per_token, model.memory
     s["reward"], s["baseline"] = model.reward, model.baseline_name

@@ -38,6 +38,8 @@ OPERATIONS = ("split", "merge", "recur")
 MODES = ("supervised", "reinforce", "fixed")
 #: What the LSTM memory `c` does at a merge (see `RecurrentRecursiveCell`).
 MEMORIES = ("continued", "tree")
+#: What the policy network reads (see `RecurrentRecursiveCell`).
+POLICY_INPUTS = ("state_and_token", "token")
 # Masked-out logits: exp() of it is exactly 0 in float32, so an impossible
 # action has probability 0 and adds 0 to the entropy.
 _IMPOSSIBLE_LOGIT = -1e9
@@ -132,6 +134,21 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             (mode `"reinforce"` only): split and merge consume nothing and
             at most `n - 1` of them precede the recur that reads the
             token (Sec. 2; the bound keeps the compiled step finite).
+        policy_inputs: `"state_and_token"` (default): the policy reads
+            `[h; e_t]`, the paper's p_pi(z_t | e_t, h_t) (Sec. 2, "Policy
+            Network"). `"token"`: it reads `e_t` only, so its greedy tree
+            is a fixed operation per symbol (a decision beyond the paper:
+            on MEE the brackets are such a tree; compared in
+            `docs/results/mee-logic.md`, "Why the REINFORCE trees ignore
+            the brackets").
+        exploration: Float in [0, 1) (mode `"reinforce"` only): the share
+            of the policy's probability spread evenly over the possible
+            operations, `p = (1 - exploration) * softmax + exploration /
+            (number possible)`, in training and at test alike, so every
+            possible operation keeps a probability of at least
+            `exploration / 3` and the operations the policy has given up
+            are still drawn, and trained, now and then (a decision beyond
+            the paper, for REINFORCE). 0 (default): the softmax alone.
         memory: `"continued"` (default) or `"tree"`: the LSTM memory `c`
             at a merge. `"continued"`: F4 continues the sub-tree's memory
             (one memory runs through every operation; the stack holds
@@ -185,6 +202,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         recur_bias=0.0,
         operations_per_token=1,
         memory="continued",
+        policy_inputs="state_and_token",
+        exploration=0.0,
         seed=None,
         **kwargs,
     ):
@@ -203,6 +222,19 @@ class RecurrentRecursiveCell(keras.layers.Layer):
                 "operation per token consumes it. Received: "
                 f"operations_per_token={operations_per_token!r}, mode={mode!r}")
         self.memory = argument_checks.check_choice("memory", memory, MEMORIES)
+        self.policy_inputs = argument_checks.check_choice(
+            "policy_inputs", policy_inputs, POLICY_INPUTS)
+        if self.policy_inputs != "state_and_token" and mode == "fixed":
+            raise ValueError(
+                "`policy_inputs` is an option of the modes with a policy "
+                "('supervised', 'reinforce'). Received: "
+                f"policy_inputs={policy_inputs!r}, mode={mode!r}")
+        self.exploration = argument_checks.check_float(
+            "exploration", exploration, minimum=0)
+        if self.exploration >= 1 or (self.exploration and mode != "reinforce"):
+            raise ValueError(
+                "`exploration` must be in [0, 1), and above 0 only in mode "
+                f"'reinforce'. Received: exploration={exploration!r}, mode={mode!r}")
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -354,7 +386,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             self.down_gate_bias = self.add_weight(
                 name="down_gate_bias", shape=(u,), initializer="ones")
         if self.has_policy:
-            self.policy_kernel = self._matrix("policy_kernel", (u + features, 3),
+            policy_features = features + (u if self.policy_inputs == "state_and_token"
+                                          else 0)
+            self.policy_kernel = self._matrix("policy_kernel", (policy_features, 3),
                                               self.kernel_initializer, 5)
             self.policy_bias = self.add_weight(
                 name="policy_bias", shape=(3,),
@@ -381,18 +415,31 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         )
 
     def policy_log_probs(self, h, embedding, allowed):
-        """Log-probabilities `(batch, 3)` of the masked policy p_pi(z | e, h).
+        """Log-probabilities `(batch, 3)` of the masked policy p_pi(z | e, h)
+        (with `exploration`, mixed with the uniform distribution over the
+        possible operations).
 
         In float32 under a float16 / bfloat16 compute dtype: the masked
         logit is out of float16's range (it would be `-inf`, and the
         entropy's `0 * -inf` NaN).
         """
-        logits = ops.matmul(ops.concatenate([h, embedding], axis=-1), self.policy_kernel)
+        read = (embedding if self.policy_inputs == "token"
+                else ops.concatenate([h, embedding], axis=-1))
+        logits = ops.matmul(read, self.policy_kernel)
         logits = logits + self.policy_bias
         if keras.backend.standardize_dtype(logits.dtype) in ("float16", "bfloat16"):
             logits = ops.cast(logits, "float32")
-        logits = ops.where(ops.greater(allowed, 0.5), logits, _IMPOSSIBLE_LOGIT)
-        return ops.log_softmax(logits, axis=-1)
+        possible = ops.greater(allowed, 0.5)
+        logits = ops.where(possible, logits, _IMPOSSIBLE_LOGIT)
+        log_probs = ops.log_softmax(logits, axis=-1)
+        if not self.exploration:
+            return log_probs
+        possible = ops.cast(possible, log_probs.dtype)
+        uniform = possible / ops.sum(possible, axis=-1, keepdims=True)
+        probs = (1.0 - self.exploration) * ops.exp(log_probs) + self.exploration * uniform
+        # log(1) = 0 where impossible, then masked: no log(0) in the graph.
+        return ops.where(ops.greater(possible, 0.5),
+                         ops.log(probs + (1.0 - possible)), _IMPOSSIBLE_LOGIT)
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
@@ -570,6 +617,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             "recur_bias": self.recur_bias,
             "operations_per_token": self.operations_per_token,
             "memory": self.memory,
+            "policy_inputs": self.policy_inputs,
+            "exploration": self.exploration,
             "seed": self.seed,
         }
         return {**super().get_config(), **config}

@@ -53,6 +53,7 @@ from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras import tensorflow_features
 from hmkeras.cells.recurrent_recursive_cell import MEMORIES
+from hmkeras.cells.recurrent_recursive_cell import POLICY_INPUTS
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
 from hmkeras.training import backend_steps
@@ -121,8 +122,15 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
     its siblings; the decoder's loss and the entropy are averaged over all
     the trees.
 
+    With `policy_warmup_steps=n` the first `n` training steps leave the
+    policy loss and the entropy bonus out: the encoder and the decoder
+    learn on the trees of the untrained policy (near uniform) before
+    REINFORCE moves it. The steps are counted by the model's
+    `trained_steps` variable, saved with its weights.
+
     An option set for an encoder that does not use it (`reward`,
-    `baseline`, `tree_samples`, `recur_bias`, `memory`) raises `ValueError`.
+    `baseline`, `tree_samples`, `recur_bias`, `policy_inputs`,
+    `policy_warmup_steps`, `exploration`, `memory`) raises `ValueError`.
 
     Args:
         encoder: One of `ENCODERS`.
@@ -157,6 +165,16 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         recur_bias: The RRNet policy's initial recur logit
             (`RecurrentRecursiveCell`; `"rrnet_supervised"` and
             `"rrnet_reinforce"` only); 0 starts from a uniform policy.
+        policy_inputs: What the RRNet policy reads (`RecurrentRecursiveCell`;
+            `"rrnet_supervised"` and `"rrnet_reinforce"` only):
+            `"state_and_token"` (default, the paper's) or `"token"` (a
+            fixed operation per symbol in the greedy tree).
+        policy_warmup_steps: Non-negative int (`"rrnet_reinforce"` only):
+            training steps without the policy's losses (see above); 0
+            (default) trains the policy from the first step.
+        exploration: Float in [0, 1) (`"rrnet_reinforce"` only): the share
+            of the policy's probability spread over the possible operations
+            (`RecurrentRecursiveCell`); 0 (default): none.
         operations_per_token: 1, one operation per token, which consumes
             it; `n > 1` (`"rrnet_reinforce"` only), the paper's
             operations: up to `n - 1` splits and merges, which consume
@@ -190,7 +208,8 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                  max_depth=10, policy_weight=0.01, entropy_weight=1e-4,
                  reward=None, decoder="autoregressive", recur_bias=0.0,
                  operations_per_token=None, memory=None, baseline=None,
-                 tree_samples=None, seed=None, **kwargs):
+                 tree_samples=None, policy_inputs="state_and_token",
+                 policy_warmup_steps=0, exploration=0.0, seed=None, **kwargs):
         tensorflow_features.require_training_backend("ExpressionModel")
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
@@ -228,6 +247,17 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 "other encoders read one given operation, or none, per token). "
                 f"Received: operations_per_token={operations_per_token!r}, "
                 f"encoder={encoder!r}")
+        _check_used("policy_inputs", policy_inputs, "state_and_token", encoder,
+                    ("rrnet_supervised", "rrnet_reinforce"))
+        self.policy_inputs = argument_checks.check_choice(
+            "policy_inputs", policy_inputs, POLICY_INPUTS)
+        _check_used("policy_warmup_steps", policy_warmup_steps, 0, encoder,
+                    ("rrnet_reinforce",))
+        self.policy_warmup_steps = argument_checks.check_int(
+            "policy_warmup_steps", policy_warmup_steps, minimum=0)
+        _check_used("exploration", exploration, 0.0, encoder, ("rrnet_reinforce",))
+        self.exploration = argument_checks.check_float("exploration", exploration,
+                                                       minimum=0)
         _check_used("memory", memory, None, encoder, tuple(_ENCODER_MODES))
         if memory is None and encoder != "lstm":
             memory = "tree" if encoder in TREE_MEMORY_ENCODERS else "continued"
@@ -246,6 +276,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
             self.cell = RecurrentRecursiveCell(
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
                 operations_per_token=self.operations_per_token, memory=self.memory,
+                policy_inputs=self.policy_inputs, exploration=self.exploration,
                 seed=self.seed)
             # Padded steps output zeros (the losses mask them; JAX's loop
             # needs it for this cell, whose output is not its first state).
@@ -267,6 +298,10 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         self.readout = keras.layers.Dense(10, name="readout")
         if baseline == "learned":  # REINFORCE's options are None for the others
             self.baseline = keras.layers.Dense(1, name="baseline")
+        if self.policy_warmup_steps:
+            self.trained_steps = self.add_weight(
+                name="trained_steps", shape=(), dtype="int32", initializer="zeros",
+                trainable=False)
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
         self.policy_tracker = keras.metrics.Mean(name="policy_loss")
@@ -402,10 +437,19 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 advantage = ops.stop_gradient(reward - baseline)
                 policy = -ops.mean(advantage * sequence_log_prob)
                 entropy = ops.mean(ops.sum(entropies * mask, axis=-1))
-                loss += self.policy_weight * policy - self.entropy_weight * entropy
+                loss += self._policy_switch(training) * (
+                    self.policy_weight * policy - self.entropy_weight * entropy)
                 if self.baseline_name == "learned":
                     loss += ops.mean(ops.square(reward - baseline))
         return loss, correct, policy
+
+    def _policy_switch(self, training):
+        """1 once the policy trains, 0 during its warm-up (training steps
+        before `policy_warmup_steps`)."""
+        if not (training and self.policy_warmup_steps):
+            return 1.0
+        return ops.cast(ops.greater_equal(self.trained_steps, self.policy_warmup_steps),
+                        "float32")
 
     def _baseline(self, inputs, mask, reward, greedy_reward, samples):
         """REINFORCE's baseline `b` per tree."""
@@ -447,6 +491,8 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         loss, correct, policy = self._objective(
             inputs, digits, training=True, greedy_reward=greedy_reward,
             samples=self.tree_samples)
+        if self.policy_warmup_steps:
+            self.trained_steps.assign(self.trained_steps + 1)
         return loss, (correct, policy)
 
     def train_step(self, *args):
@@ -489,5 +535,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
             "decoder": self.decoder_name, "recur_bias": self.recur_bias,
             "operations_per_token": self.operations_per_token, "memory": self.memory,
             "baseline": self.baseline_name, "tree_samples": self._tree_samples_config(),
-            "seed": self.seed,
+            "policy_inputs": self.policy_inputs,
+            "policy_warmup_steps": self.policy_warmup_steps,
+            "exploration": self.exploration, "seed": self.seed,
         }

@@ -91,7 +91,8 @@ def reference_sequence(cell, embeddings, actions_wanted, params=None):
         allowed = np.array([len(stack) < depth_max, len(stack) > 0, True])
         step = {}
         if cell.has_policy:
-            logits = np.concatenate([h, x]) @ P["policy_kernel"] + P["policy_bias"]
+            read = x if cell.policy_inputs == "token" else np.concatenate([h, x])
+            logits = read @ P["policy_kernel"] + P["policy_bias"]
             logits = np.where(allowed, logits, -np.inf)
             log_probs = logits - np.log(np.sum(np.exp(logits[allowed])))
             step["log_probs"] = log_probs
@@ -172,8 +173,10 @@ def test_given_operations_match_numpy_reference(mode, memory):
             np.testing.assert_allclose(slots[k], expected, atol=1e-5)
 
 
-def test_supervised_log_likelihood_equals_reference():
-    cell = RecurrentRecursiveCell(4, max_depth=3, mode="supervised", seed=2)
+@pytest.mark.parametrize("policy_inputs", ["state_and_token", "token"])
+def test_supervised_log_likelihood_equals_reference(policy_inputs):
+    cell = RecurrentRecursiveCell(4, max_depth=3, mode="supervised",
+                                  policy_inputs=policy_inputs, seed=2)
     rng = np.random.default_rng(1)
     embeddings = rng.normal(size=(4, 8, 2)).astype("float32")
     outputs, _ = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
@@ -413,6 +416,65 @@ def test_recur_bias_starts_the_policy_near_an_lstm():
     assert RecurrentRecursiveCell(3, max_depth=2).recur_bias == 0.0
 
 
+def test_token_policy_chooses_by_the_symbol_alone():
+    """`policy_inputs="token"`: the policy reads `e_t` only (kernel
+    `(features, 3)`), so every state with the same operations possible gets
+    the same distribution; the default reads `[h; e_t]`."""
+    cell = RecurrentRecursiveCell(3, max_depth=2, mode="reinforce",
+                                  policy_inputs="token", seed=0)
+    cell.build((None, 2))
+    assert tuple(cell.policy_kernel.shape) == (2, 3)
+    rng = np.random.default_rng(0)
+    x = np.repeat(rng.normal(size=(1, 2)), 4, axis=0).astype("float32")
+    h = rng.normal(size=(4, 3)).astype("float32")  # four different states
+    allowed = cell.allowed_actions(kops.ones((4, 1)))  # all three possible
+    probs = np.exp(_np(cell.policy_log_probs(h, x, allowed)))
+    logits = x[0] @ _np(cell.policy_kernel) + _np(cell.policy_bias)
+    expected = np.exp(logits) / np.exp(logits).sum()
+    np.testing.assert_allclose(probs, np.tile(expected, (4, 1)), rtol=1e-5)
+    paper = RecurrentRecursiveCell(3, max_depth=2, mode="reinforce", seed=0)
+    paper.build((None, 2))
+    assert tuple(paper.policy_kernel.shape) == (5, 3)
+    assert paper.policy_inputs == "state_and_token"
+    varied = np.exp(_np(paper.policy_log_probs(h, x, allowed)))
+    assert not np.allclose(varied[0], varied[1])
+    config = cell.get_config()
+    assert RecurrentRecursiveCell.from_config(config).get_config() == config
+    with pytest.raises(ValueError, match="`policy_inputs`.*'fixed'"):
+        RecurrentRecursiveCell(3, max_depth=2, mode="fixed", policy_inputs="token")
+
+
+def test_exploration_mixes_in_the_uniform_policy():
+    """`exploration=e`: p = (1 - e) softmax + e / (number possible), over
+    the possible operations only; the impossible ones keep probability 0,
+    and the gradient is finite."""
+    cell = RecurrentRecursiveCell(3, max_depth=2, mode="reinforce", exploration=0.3,
+                                  seed=0)
+    cell.build((None, 2))
+    rng = np.random.default_rng(1)
+    h = rng.normal(size=(3, 3)).astype("float32")
+    x = rng.normal(size=(3, 2)).astype("float32")
+    depth = np.array([[0.0], [1.0], [2.0]], "float32")  # no merge, all, no split
+    allowed = cell.allowed_actions(kops.convert_to_tensor(depth))
+    probs = np.exp(_np(cell.policy_log_probs(h, x, allowed)))
+    logits = (np.concatenate([h, x], -1).astype(np.float64) @ _np(cell.policy_kernel)
+              + _np(cell.policy_bias))
+    possible = np.array([[1, 0, 1], [1, 1, 1], [0, 1, 1]], bool)
+    softmax = np.where(possible, np.exp(logits), 0)
+    softmax /= softmax.sum(-1, keepdims=True)
+    expected = 0.7 * softmax + 0.3 * possible / possible.sum(-1, keepdims=True)
+    np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-7)
+    assert np.all(probs[~possible] == 0)
+    gradient, = backend_support.input_gradients(
+        lambda state: kops.sum(kops.where(
+            possible, cell.policy_log_probs(state, x, allowed), 0.0)), h)
+    assert np.all(np.isfinite(gradient)) and np.any(gradient != 0)
+    config = cell.get_config()
+    assert config["exploration"] == 0.3
+    assert RecurrentRecursiveCell.from_config(config).get_config() == config
+    assert RecurrentRecursiveCell(3, max_depth=2).exploration == 0.0
+
+
 @pytest.mark.parametrize("memory", ["continued", "tree"])
 def test_save_and_load_in_rnn(tmp_path, memory):
     cell = RecurrentRecursiveCell(4, max_depth=2, mode="supervised", recur_bias=1.5,
@@ -439,6 +501,10 @@ def test_save_and_load_in_rnn(tmp_path, memory):
     (dict(units=4, max_depth=2, recur_bias=float("nan")), "recur_bias"),
     (dict(units=4, max_depth=2, recur_bias="3"), "recur_bias"),
     (dict(units=4, max_depth=2, memory="saved"), "memory"),
+    (dict(units=4, max_depth=2, policy_inputs="state"), "policy_inputs"),
+    (dict(units=4, max_depth=2, mode="reinforce", exploration=1.0), "exploration"),
+    (dict(units=4, max_depth=2, mode="reinforce", exploration=-0.1), "exploration"),
+    (dict(units=4, max_depth=2, mode="supervised", exploration=0.1), "exploration"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):

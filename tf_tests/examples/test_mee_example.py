@@ -151,3 +151,22 @@ def test_tiny_settings():
     assert s["train_lengths"] == [4, 5] and s["test_lengths"] == [4, 5, 6, 7]
     quick = _settings("--quick", "--epochs=2")
     assert quick["epochs"] == 2 and quick["train_size"] == mee_example.QUICK["train_size"]
+
+
+@pytest.mark.slow
+def test_policy_warmup_epochs_are_counted_in_steps(tmp_path):
+    """`--policy_warmup_epochs=1`: the model leaves the policy's losses out
+    for one epoch's steps (48 expressions of each training length in
+    batches of 16: 6 steps), and its saved step count is the run's."""
+    import keras
+
+    out = str(tmp_path / "run")
+    results = mee_example.run(_settings(
+        "--encoder=rrnet_reinforce", "--policy_inputs=token", "--exploration=0.1",
+        "--policy_warmup_epochs=1", "--operations_per_token=1", "--tiny", "--epochs=2",
+        f"--output_dir={out}", "--verbose=0"))
+    assert results["settings"]["policy_warmup_epochs"] == 1
+    model = keras.saving.load_model(os.path.join(out, mee_example.MODEL_FILE))
+    assert model.policy_warmup_steps == 6
+    assert int(keras.ops.convert_to_numpy(model.trained_steps)) == 12
+    assert (model.cell.policy_inputs, model.cell.exploration) == ("token", 0.1)

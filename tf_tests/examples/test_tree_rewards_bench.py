@@ -22,9 +22,10 @@ def _trained_reinforce(**options):
     return model
 
 
-@pytest.mark.parametrize("baseline", ["greedy", "learned"])
-def test_twin_reading_the_greedy_trees_is_the_encoder(baseline):
-    model = _trained_reinforce(baseline=baseline)
+@pytest.mark.parametrize("baseline, policy_inputs", [
+    ("greedy", "state_and_token"), ("learned", "state_and_token"), ("greedy", "token")])
+def test_twin_reading_the_greedy_trees_is_the_encoder(baseline, policy_inputs):
+    model = _trained_reinforce(baseline=baseline, policy_inputs=policy_inputs)
     twin = BENCH.twin_encoder(model)
     examples = list(mee.generate_expressions(5, "test", 12, seed=1))
     inputs, digits = mee.model_inputs(examples)
@@ -36,6 +37,28 @@ def test_twin_reading_the_greedy_trees_is_the_encoder(baseline):
     given["operations"] = inputs["operations"]
     assert not np.allclose(np.asarray(twin.analyze(given)[0]),
                            np.asarray(model.analyze(inputs)[0]), atol=1e-4)
+
+
+def test_twin_of_a_run_with_a_policy_warmup():
+    model = _trained_reinforce(policy_inputs="token", policy_warmup_steps=1)
+    twin = BENCH.twin_encoder(model)  # the step counter is not a weight of the twin
+    inputs, _ = mee.model_inputs(list(mee.generate_expressions(4, "test", 6, seed=1)))
+    greedy = BENCH.tree_operations("greedy", model, inputs, None)
+    given = {"tokens": inputs["tokens"], "operations": greedy}
+    np.testing.assert_allclose(np.asarray(twin.analyze(given)[0]),
+                               np.asarray(model.analyze(inputs)[0]), rtol=1e-6, atol=1e-6)
+
+
+def test_greedy_trees_with_the_closing_merges():
+    """`greedy, ) merges`: the greedy operations, a merge at every ")"."""
+    model = _trained_reinforce()
+    inputs, _ = mee.model_inputs(list(mee.generate_expressions(5, "test", 8, seed=2)))
+    greedy = BENCH.tree_operations("greedy", model, inputs, None)
+    changed = BENCH.tree_operations("greedy, ) merges", model, inputs, None)
+    closing = np.asarray(inputs["tokens"]) == mee.encode_expression("(1+2)")[-1]
+    assert closing.sum() >= 8 * 5  # a closing bracket per operation
+    assert np.all(changed[closing] == mee.MERGE_OPERATION)
+    np.testing.assert_array_equal(changed[~closing], greedy[~closing])
 
 
 def test_table_scores_each_kind_of_tree():

@@ -111,6 +111,13 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(encoder="rrnet_reinforce", tree_samples=2.0), "tree_samples"),
     (dict(encoder="rrnet_random", recur_bias=3.0), "recur_bias"),
     (dict(encoder="lstm", memory="tree"), "memory"),
+    (dict(encoder="rrnet_random", policy_inputs="token"), "policy_inputs"),
+    (dict(encoder="rrnet_reinforce", policy_inputs="tokens"), "policy_inputs"),
+    (dict(encoder="rrnet_supervised", policy_warmup_steps=5), "policy_warmup_steps"),
+    (dict(encoder="rrnet_reinforce", policy_warmup_steps=-1), "policy_warmup_steps"),
+    (dict(encoder="rrnet_reinforce", policy_warmup_steps=2.0), "policy_warmup_steps"),
+    (dict(encoder="lstm", exploration=0.1), "exploration"),
+    (dict(encoder="rrnet_reinforce", exploration=1.5), "exploration"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -273,6 +280,49 @@ def test_leave_one_out_baseline_is_the_mean_of_the_siblings():
     assert not np.allclose(np.asarray(model.cell.policy_kernel), before)
 
 
+@pytest.mark.every_backend
+@pytest.mark.parametrize("policy_inputs", ["state_and_token", "token"])
+def test_policy_warmup_trains_the_encoder_first(policy_inputs):
+    """`policy_warmup_steps=2`: the first two training steps leave the
+    policy's weights where they are (its losses are out; the encoder and
+    decoder learn), the third moves them; the count is saved and goes on
+    from where it was after a reload."""
+    _, inputs, digits = _batch(count=16)
+    model = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4,
+                            operations_per_token=1, policy_inputs=policy_inputs,
+                            policy_warmup_steps=2, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(0.01))
+    moved = []
+    for _ in range(3):
+        policy = np.asarray(model.cell.policy_kernel).copy()
+        encoder = np.asarray(model.cell.kernel).copy()
+        logs = model.train_on_batch(inputs, digits, return_dict=True)
+        assert logs["policy_loss"] != 0  # computed (and logged) all along
+        assert not np.allclose(np.asarray(model.cell.kernel), encoder)
+        moved.append(not np.allclose(np.asarray(model.cell.policy_kernel), policy))
+    assert moved == [False, False, True]
+    assert int(keras.ops.convert_to_numpy(model.trained_steps)) == 3
+    # Without a warm-up there is no counter, and the first step moves the policy.
+    plain = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4,
+                            operations_per_token=1, policy_inputs=policy_inputs, seed=0)
+    assert not hasattr(plain, "trained_steps")
+    assert ExpressionModel.from_config(model.get_config()).policy_warmup_steps == 2
+
+
+@pytest.mark.every_backend
+def test_policy_warmup_count_is_saved(tmp_path):
+    _, inputs, digits = _batch(count=8)
+    model = ExpressionModel("rrnet_reinforce", units=4, embedding_dim=4,
+                            policy_warmup_steps=3, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(0.01))
+    model.train_on_batch(inputs, digits)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert int(keras.ops.convert_to_numpy(loaded.trained_steps)) == 1
+    assert loaded.policy_warmup_steps == 3
+
+
 def test_tree_samples_defaults():
     # Four trees per expression for the leave-one-out baseline, one otherwise.
     assert ExpressionModel("rrnet_reinforce", units=4,
@@ -290,9 +340,15 @@ def test_tree_samples_defaults():
 def test_config_round_trip():
     model = ExpressionModel("rrnet_reinforce", units=5, embedding_dim=3, max_depth=4,
                             reward="likelihood", decoder="steps",
-                            operations_per_token=2, baseline="greedy", seed=2)
+                            operations_per_token=2, baseline="greedy",
+                            policy_inputs="token", exploration=0.25,
+                            policy_warmup_steps=7, seed=2)
     clone = ExpressionModel.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
+    assert clone.cell.policy_inputs == "token" and clone.cell.exploration == 0.25
+    assert clone.policy_warmup_steps == 7
+    assert ExpressionModel("rrnet_supervised", units=4).cell.policy_inputs == (
+        "state_and_token")
 
 
 @pytest.mark.parametrize("encoder", ["lstm", "rrnet_supervised", "rrnet_reinforce",
