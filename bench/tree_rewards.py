@@ -96,10 +96,10 @@ def tree_operations(kind, model, inputs, rng):
     if kind == "random":
         return rng.integers(0, 3, size=inputs["operations"].shape).astype(np.int32)
     actions = np.asarray(model.analyze(inputs, training=False)[1][0]).astype(np.int32)
-    if kind == "greedy, ) merges":
+    if kind == "greedy, ) merges":  # the brackets merge at every ")", only there
         from hmkeras.data import mee
 
-        closing = np.asarray(inputs["tokens"]) == mee.VOCABULARY.index(")") + 1
+        closing = np.asarray(inputs["operations"]) == mee.MERGE_OPERATION
         actions = np.where(closing, mee.MERGE_OPERATION, actions)
     return actions
 

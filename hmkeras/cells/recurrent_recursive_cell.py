@@ -139,8 +139,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             Network"). `"token"`: it reads `e_t` only, so its greedy tree
             is a fixed operation per symbol (a decision beyond the paper:
             on MEE the brackets are such a tree; compared in
-            `docs/results/mee-logic.md`, "Why the REINFORCE trees ignore
-            the brackets").
+            `docs/results/mee-logic.md`, "Where the encoder and its
+            policy start").
         exploration: Float in [0, 1) (mode `"reinforce"` only): the share
             of the policy's probability spread evenly over the possible
             operations, `p = (1 - exploration) * softmax + exploration /
@@ -434,12 +434,11 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         log_probs = ops.log_softmax(logits, axis=-1)
         if not self.exploration:
             return log_probs
-        possible = ops.cast(possible, log_probs.dtype)
-        uniform = possible / ops.sum(possible, axis=-1, keepdims=True)
+        share = ops.cast(possible, log_probs.dtype)
+        uniform = share / ops.sum(share, axis=-1, keepdims=True)
         probs = (1.0 - self.exploration) * ops.exp(log_probs) + self.exploration * uniform
         # log(1) = 0 where impossible, then masked: no log(0) in the graph.
-        return ops.where(ops.greater(possible, 0.5),
-                         ops.log(probs + (1.0 - possible)), _IMPOSSIBLE_LOGIT)
+        return ops.where(possible, ops.log(probs + (1.0 - share)), _IMPOSSIBLE_LOGIT)
 
     def call(self, inputs, states, training=False):
         argument_checks.check_float_inputs(type(self).__name__, inputs)
