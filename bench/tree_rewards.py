@@ -72,7 +72,7 @@ def twin_encoder(model):
         "rrnet_supervised", vocab_size=model.vocab_size, units=model.units,
         embedding_dim=model.embedding_dim, max_depth=model.max_depth,
         decoder=model.decoder_name, memory=model.memory,
-        policy_inputs=model.policy_inputs)
+        policy_inputs=model.policy_inputs, subtree_start=model.subtree_start)
     twin.build_from_config({"built": True})
     # The same layers in the same order; a learned baseline is the run's own,
     # and so is the step counter of a policy warm-up.

@@ -28,7 +28,10 @@ token alone, `--policy_warmup_epochs=N` trains the encoder and decoder
 for N epochs on the untrained policy's trees before the policy learns,
 and `--exploration=E` spreads a share E of the policy's probability over
 the possible operations (`docs/results/mee-logic.md`, "Where the encoder
-and its policy start"; all three off by default).
+and its policy start"; all three off by default). `--subtree_start=fresh`
+starts each sub-tree from the zero state instead of its parent's, so what
+precedes it reaches the states after it only through a merge
+(`docs/results/mee-logic.md`, "Sub-trees that start fresh"; off by default).
 The supervised and random-tree encoders merge with Tree-LSTM nodes
 (`--memory=tree`, their default, chosen by measurement: the supervised
 RRNet's lead over the LSTM comes with it); `--memory=continued` gives the
@@ -81,6 +84,7 @@ ENCODER_OPTIONS = (
     ("recur_bias", 0.0, ("rrnet_supervised", "rrnet_reinforce")),
     ("policy_inputs", "state_and_token", ("rrnet_supervised", "rrnet_reinforce")),
     ("memory", None, ("rrnet_supervised", "rrnet_reinforce", "rrnet_random")),
+    ("subtree_start", "parent", ("rrnet_supervised", "rrnet_reinforce", "rrnet_random")),
 )
 # Jacob et al. (2018), Table 2: train accuracy and test accuracy by length.
 PAPER_TABLE_2 = {
@@ -142,6 +146,10 @@ flags.DEFINE_enum("memory", None, ["continued", "tree"], "The RRNet cell's LSTM 
                   "at a merge: continued from the sub-tree, or a Tree-LSTM node over the "
                   "sub-tree's memory and the one saved at its split. Default: tree for "
                   "rrnet_supervised and rrnet_random, continued for rrnet_reinforce.")
+flags.DEFINE_enum("subtree_start", "parent", ["parent", "fresh"], "Where the RRNet "
+                  "cell's sub-tree starts at a split: from the parent's state (the "
+                  "paper's) or from the zero state, so what precedes it reaches the "
+                  "states after it only through a merge.")
 flags.DEFINE_enum("reward", None, list(REWARDS), "REINFORCE reward: correctness "
                   "(the paper) or minus the decoder loss. Default: likelihood.")
 flags.DEFINE_enum("baseline", None, list(BASELINES), "REINFORCE baseline: learned "
@@ -269,6 +277,7 @@ def run(s):
         recur_bias=s["recur_bias"], operations_per_token=s["operations_per_token"],
         memory=s["memory"], baseline=s["baseline"], tree_samples=s["tree_samples"],
         policy_inputs=s["policy_inputs"], exploration=s["exploration"],
+        subtree_start=s["subtree_start"],
         policy_warmup_steps=s["policy_warmup_epochs"] * _steps_per_epoch(
             train, s["batch_size"]), seed=s["seed"])
     # The defaults resolved.

@@ -40,6 +40,8 @@ MODES = ("supervised", "reinforce", "fixed")
 MEMORIES = ("continued", "tree")
 #: What the policy network reads (see `RecurrentRecursiveCell`).
 POLICY_INPUTS = ("state_and_token", "token")
+#: Where a split's sub-tree starts (see `RecurrentRecursiveCell`).
+SUBTREE_STARTS = ("parent", "fresh")
 # Masked-out logits: exp() of it is exactly 0 in float32, so an impossible
 # action has probability 0 and adds 0 to the entropy.
 _IMPOSSIBLE_LOGIT = -1e9
@@ -159,6 +161,17 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             each have a gated linear path (see `_merge_unit`). The two
             memories are compared on MEE in `docs/results/mee-logic.md`,
             "MEE (Jacob et al. Table 2) in small".
+        subtree_start: `"parent"` (default) or `"fresh"`: the state a
+            split's sub-tree starts from. `"parent"`: `h = F2(h, x)` from the
+            parent's `(h, c)` (Sec. 2), so the sub-tree carries everything
+            read before it and a merge is never needed to keep it.
+            `"fresh"`: `h = F2(0, x)` from the zero state `(0, 0)`, so what
+            was read before the split reaches the states after it only
+            through `h_down` and the merge that pops it (a decision beyond
+            the paper: the sub-tree is a constituent of its own, as in a
+            shift-reduce Tree-LSTM; `close_subtrees` merges the
+            sub-trees left open at the end of a sequence; compared on MEE in
+            `docs/results/mee-logic.md`, "Sub-trees that start fresh").
         seed: Optional int, seed of the initial weights and of the sampler.
         **kwargs: Base-layer arguments (`name`, `dtype`, ...).
 
@@ -204,6 +217,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         memory="continued",
         policy_inputs="state_and_token",
         exploration=0.0,
+        subtree_start="parent",
         seed=None,
         **kwargs,
     ):
@@ -235,6 +249,8 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             raise ValueError(
                 "`exploration` must be in [0, 1), and above 0 only in mode "
                 f"'reinforce'. Received: exploration={exploration!r}, mode={mode!r}")
+        self.subtree_start = argument_checks.check_choice(
+            "subtree_start", subtree_start, SUBTREE_STARTS)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -540,26 +556,69 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         x_part = ops.split(ops.matmul(x, self.kernel), 3, axis=-1)
         h_part = ops.split(ops.matmul(h, self.recurrent_kernel), 3, axis=-1)
         b_part = ops.split(self.bias, 3)
-        # split: h_down = F1(h, x), h = F2(h, x), push h_down (and c_down).
+        # split: h_down = F1(h, x), h = F2(h, x), push h_down (and c_down);
+        # with subtree_start="fresh" F2 starts from the zero state.
         h_down, c_down = _lstm_unit(x_part[0], h_part[0], c, b_part[0])
-        h_split, c_split = _lstm_unit(x_part[1], h_part[1], c, b_part[1])
+        if self.subtree_start == "fresh":
+            h_split, c_split = _lstm_unit(x_part[1], 0.0, ops.zeros_like(c), b_part[1])
+        else:
+            h_split, c_split = _lstm_unit(x_part[1], h_part[1], c, b_part[1])
         # recur: h = LSTM_R(x, h).
         h_recur, c_recur = _lstm_unit(x_part[2], h_part[2], c, b_part[2])
-        # merge: pop h_down, h_m = MLP(h, h_down), h = F4(x, h_m).
-        popped, stack_after_pop, depth_after_pop = tensor_stack.pop(
-            stack, depth, is_merge, self.slot_size)
-        pushed, c_down_popped = h_down, None
+        h_merge, c_merge, stack_after_pop, depth_after_pop = self._merge(
+            x, states, is_merge)
+        pushed = h_down
         if self.memory == "tree":
-            popped, c_down_popped = ops.split(popped, 2, axis=-1)
             pushed = ops.concatenate([h_down, c_down], axis=-1)
-        h_m = ops.tanh(ops.matmul(ops.concatenate([h, popped], axis=-1), self.merge_kernel)
-                       + self.merge_bias)
-        h_merge, c_merge = self._merge_unit(x, h_m, c, c_down_popped)
         new_stack, new_depth = tensor_stack.push(
             stack_after_pop, depth_after_pop, pushed, is_split)
         new_h = is_split * h_split + is_merge * h_merge + is_recur * h_recur
         new_c = is_split * c_split + is_merge * c_merge + is_recur * c_recur
         return [new_h, new_c, new_stack, new_depth]
+
+    def _merge(self, x, states, is_merge):
+        """`(h, c, stack, depth)` of a merge in the rows where `is_merge`
+        `(batch, 1)` is 1: pop `h_down`, `h_m = MLP(h, h_down)`,
+        `h = F4(x, h_m)` (Sec. 2); the stack and depth of the other rows
+        are unchanged, their `h` and `c` are to be discarded."""
+        h, c, stack, depth = states
+        popped, stack_after_pop, depth_after_pop = tensor_stack.pop(
+            stack, depth, is_merge, self.slot_size)
+        c_down_popped = None
+        if self.memory == "tree":
+            popped, c_down_popped = ops.split(popped, 2, axis=-1)
+        h_m = ops.tanh(ops.matmul(ops.concatenate([h, popped], axis=-1), self.merge_kernel)
+                       + self.merge_bias)
+        h_merge, c_merge = self._merge_unit(x, h_m, c, c_down_popped)
+        return h_merge, c_merge, stack_after_pop, depth_after_pop
+
+    def close_subtrees(self, states):
+        """The state after merging every sub-tree still open at the end of
+        a sequence: the root of the tree read so far.
+
+        Up to `max_depth` merges with no token (F4 reads a zero input), in
+        the rows whose stack is not empty; a row with an empty stack keeps
+        its state exactly. With `subtree_start="fresh"` what was read
+        before an open sub-tree is otherwise left on the stack, out of the
+        final `h`.
+
+        Args:
+            states: The cell's state list after the last step (an RNN's
+                final states).
+
+        Returns:
+            The state list, with the stack empty in every row.
+        """
+        states = list(states)
+        h, c, stack, depth = states[:4]
+        no_token = ops.zeros((ops.shape(h)[0], self.embedding_size), h.dtype)
+        for _ in range(self.max_depth):
+            is_open = tensor_stack.can_pop(depth)
+            merged = self._merge(no_token, [h, c, stack, depth], is_open)
+            keep = ops.greater(is_open, 0.5)
+            h, c, stack, depth = (ops.where(keep, new, old) for new, old in
+                                  zip(merged, (h, c, stack, depth)))
+        return [h, c, stack, depth] + states[4:]
 
     def _merge_unit(self, x, h_m, c, c_down=None):
         """F4: `(h, c)` after a merge, from `h_m = MLP(h, h_down)`.
@@ -618,6 +677,7 @@ class RecurrentRecursiveCell(keras.layers.Layer):
             "memory": self.memory,
             "policy_inputs": self.policy_inputs,
             "exploration": self.exploration,
+            "subtree_start": self.subtree_start,
             "seed": self.seed,
         }
         return {**super().get_config(), **config}

@@ -56,6 +56,7 @@ from hmkeras.cells.recurrent_recursive_cell import MEMORIES
 from hmkeras.cells.recurrent_recursive_cell import POLICY_INPUTS
 from hmkeras.cells.recurrent_recursive_cell import RECUR
 from hmkeras.cells.recurrent_recursive_cell import RecurrentRecursiveCell
+from hmkeras.cells.recurrent_recursive_cell import SUBTREE_STARTS
 from hmkeras.training import backend_steps
 from hmkeras.training.optimizer_on_compile import BuildsOptimizerOnCompile
 
@@ -130,7 +131,8 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
 
     An option set for an encoder that does not use it (`reward`,
     `baseline`, `tree_samples`, `recur_bias`, `policy_inputs`,
-    `policy_warmup_steps`, `exploration`, `memory`) raises `ValueError`.
+    `policy_warmup_steps`, `exploration`, `memory`, `subtree_start`) raises
+    `ValueError`.
 
     Args:
         encoder: One of `ENCODERS`.
@@ -186,6 +188,13 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
             `"tree"` for the encoders in `TREE_MEMORY_ENCODERS`, chosen by
             measurement, `"continued"` for REINFORCE; the `"lstm"` encoder
             takes none (its `memory` attribute is None).
+        subtree_start: Where a split's sub-tree starts in the RRNet cell
+            (`RecurrentRecursiveCell`; the RRNet encoders only): `"parent"`
+            (default, the paper's: from the parent's state) or `"fresh"`
+            (from the zero state, so what precedes a sub-tree reaches the
+            states after it only through a merge; the sub-trees still open
+            after the last token are then merged before the decoder reads
+            the state, `RecurrentRecursiveCell.close_subtrees`).
         decoder: `"autoregressive"` (the first digit fed back) or
             `"steps"` (two learned step inputs); see the module docstring.
         seed: Optional int: weights, sampler and the random policy.
@@ -209,7 +218,8 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                  reward=None, decoder="autoregressive", recur_bias=0.0,
                  operations_per_token=None, memory=None, baseline=None,
                  tree_samples=None, policy_inputs="state_and_token",
-                 policy_warmup_steps=0, exploration=0.0, seed=None, **kwargs):
+                 policy_warmup_steps=0, exploration=0.0, subtree_start="parent",
+                 seed=None, **kwargs):
         tensorflow_features.require_training_backend("ExpressionModel")
         super().__init__(**kwargs)
         self.encoder_name = argument_checks.check_choice("encoder", encoder, ENCODERS)
@@ -264,6 +274,9 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
         if memory is not None:
             memory = argument_checks.check_choice("memory", memory, MEMORIES)
         self.memory = memory
+        _check_used("subtree_start", subtree_start, "parent", encoder, tuple(_ENCODER_MODES))
+        self.subtree_start = argument_checks.check_choice(
+            "subtree_start", subtree_start, SUBTREE_STARTS)
         self.seed = argument_checks.check_int("seed", seed, allow_none=True)
         init = keras.initializers.GlorotUniform(seed=self.seed)
         self.embedding = keras.layers.Embedding(
@@ -277,7 +290,7 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 units, max_depth, mode=_ENCODER_MODES[encoder], recur_bias=self.recur_bias,
                 operations_per_token=self.operations_per_token, memory=self.memory,
                 policy_inputs=self.policy_inputs, exploration=self.exploration,
-                seed=self.seed)
+                subtree_start=self.subtree_start, seed=self.seed)
             # Padded steps output zeros (the losses mask them; JAX's loop
             # needs it for this cell, whose output is not its first state).
             self.encoder = RNN(self.cell, return_sequences=True, return_state=True,
@@ -366,7 +379,11 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
                 cell_inputs = self.cell.pack_inputs(embedded, self.operations_for(inputs))
             else:
                 cell_inputs = embedded
-            outputs, h, c, *_ = self.encoder(cell_inputs, mask=mask, training=training)
+            outputs, *states = self.encoder(cell_inputs, mask=mask, training=training)
+            if self.subtree_start == "fresh":
+                # The decoder reads the root: open sub-trees are merged.
+                states = self.cell.close_subtrees(states)
+            h, c = states[:2]
             _, actions, log_probs, entropies = self.cell.split_outputs(outputs)
             tree = (actions, log_probs, entropies, ops.cast(mask, log_probs.dtype))
         return self._decode([h, c], digits, training), tree
@@ -537,5 +554,6 @@ class ExpressionModel(BuildsOptimizerOnCompile, keras.Model):
             "baseline": self.baseline_name, "tree_samples": self._tree_samples_config(),
             "policy_inputs": self.policy_inputs,
             "policy_warmup_steps": self.policy_warmup_steps,
-            "exploration": self.exploration, "seed": self.seed,
+            "exploration": self.exploration, "subtree_start": self.subtree_start,
+            "seed": self.seed,
         }

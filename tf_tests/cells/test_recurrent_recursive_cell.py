@@ -53,10 +53,13 @@ def cell_params(cell):
             for name in WEIGHT_NAMES if hasattr(cell, name)}
 
 
-def reference_split(P, x, h, c, block, tree):
+def reference_split(P, x, h, c, block, tree, fresh=False):
     """`(h, c, saved)` after a split: F2's state and the pushed slot
-    (`h_down`, with `memory="tree"` followed by F1's memory `c_down`)."""
+    (`h_down`, with `memory="tree"` followed by F1's memory `c_down`);
+    with `fresh` F2 starts from the zero state."""
     h_down, c_down = _lstm(x, h, c, *block(0))             # F1
+    if fresh:
+        h, c = np.zeros_like(h), np.zeros_like(c)
     h, c = _lstm(x, h, c, *block(1))                       # F2
     return h, c, np.concatenate([h_down, c_down]) if tree else h_down
 
@@ -105,7 +108,8 @@ def reference_sequence(cell, embeddings, actions_wanted, params=None):
                            b[4 * u * k: 4 * u * (k + 1)])
         tree = cell.memory == "tree"
         if action == S:
-            h, c, saved = reference_split(P, x, h, c, block, tree)
+            h, c, saved = reference_split(P, x, h, c, block, tree,
+                                          fresh=cell.subtree_start == "fresh")
             stack.append(saved)
         elif action == R:
             h, c = _lstm(x, h, c, *block(2))              # LSTM_R
@@ -143,10 +147,12 @@ def _executed(sequence, max_depth):
     return executed
 
 
-@pytest.mark.parametrize("memory", ["continued", "tree"])
+@pytest.mark.parametrize("memory, subtree_start", [
+    ("continued", "parent"), ("tree", "parent"), ("continued", "fresh"), ("tree", "fresh")])
 @pytest.mark.parametrize("mode", ["supervised", "fixed"])
-def test_given_operations_match_numpy_reference(mode, memory):
-    cell = RecurrentRecursiveCell(5, max_depth=2, mode=mode, memory=memory, seed=1)
+def test_given_operations_match_numpy_reference(mode, memory, subtree_start):
+    cell = RecurrentRecursiveCell(5, max_depth=2, mode=mode, memory=memory,
+                                  subtree_start=subtree_start, seed=1)
     embeddings = np.random.default_rng(0).normal(size=(4, 8, 3)).astype("float32")
     outputs, (h, c, stack, depth) = _run_rnn(cell, cell.pack_inputs(embeddings, SEQUENCES))
     out_h, actions, log_probs, entropies = (to_numpy(t) for t in cell.split_outputs(outputs))
@@ -505,6 +511,7 @@ def test_save_and_load_in_rnn(tmp_path, memory):
     (dict(units=4, max_depth=2, mode="reinforce", exploration=1.0), "exploration"),
     (dict(units=4, max_depth=2, mode="reinforce", exploration=-0.1), "exploration"),
     (dict(units=4, max_depth=2, mode="supervised", exploration=0.1), "exploration"),
+    (dict(units=4, max_depth=2, subtree_start="zero"), "subtree_start"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -554,6 +561,59 @@ def test_tree_memory_merges_the_saved_memory():
     assert stack.shape == (2, 2 * 2 * 4)
     assert np.abs(to_numpy(gradient)).min() > 0
     assert not hasattr(RecurrentRecursiveCell(4, max_depth=2), "down_gate_bias")
+
+
+@pytest.mark.parametrize("memory", ["continued", "tree"])
+def test_fresh_subtree_reaches_the_past_only_through_its_merge(memory):
+    # "(a b) c" as split, recur, merge, recur on 5 tokens after a first
+    # recur: with subtree_start="fresh" the states inside the sub-tree do
+    # not depend on the token read before it, and the state after the merge
+    # does (through h_down); with "parent" every state does.
+    operations = np.array([[R, S, R, M, R]] * 2)
+    embeddings = np.random.default_rng(5).normal(size=(2, 5, 3)).astype("float32")
+
+    def influence(subtree_start):
+        """|d h_t / d e_0| summed, per step t."""
+        cell = RecurrentRecursiveCell(4, max_depth=2, memory=memory,
+                                      subtree_start=subtree_start, seed=6)
+        rnn = keras.layers.RNN(cell, return_sequences=True)
+        inputs = cell.pack_inputs(embeddings, operations)
+        rnn.build(inputs.shape)
+        return np.array([
+            np.abs(backend_support.input_gradients(
+                lambda x, t=t: kops.sum(cell.split_outputs(rnn(x))[0][:, t]), inputs)
+                [0][:, 0, :-1]).sum() for t in range(5)])
+
+    fresh, parent = influence("fresh"), influence("parent")
+    assert fresh[1] == 0.0 and fresh[2] == 0.0  # inside the sub-tree
+    assert fresh[3] > 0 and fresh[4] > 0        # after its merge
+    assert np.all(parent > 0)
+
+
+@pytest.mark.parametrize("memory", ["continued", "tree"])
+def test_close_subtrees_merges_what_is_open(memory):
+    # Rows ending with 2, 1 and 0 sub-trees open (max_depth=3): the closed
+    # state is the NumPy reference's after as many merges with a zero
+    # input, the stack is empty, and a row with nothing open is unchanged.
+    operations = np.array([[S, R, S, R, R], [R, S, R, R, R], [S, R, M, R, R]])
+    embeddings = np.random.default_rng(7).normal(size=(3, 5, 3)).astype("float32")
+    cell = RecurrentRecursiveCell(4, max_depth=3, memory=memory,
+                                  subtree_start="fresh", seed=8)
+    rnn = keras.layers.RNN(cell, return_state=True)
+    _, *states = rnn(cell.pack_inputs(embeddings, operations))
+    h, c, stack, depth = (to_numpy(t) for t in cell.close_subtrees(states))
+    params = cell_params(cell)
+    for row, open_count in enumerate([2, 1, 0]):
+        ref = reference_sequence(cell, embeddings[row], operations[row])[-1]
+        assert ref["depth"] == open_count
+        ref_h, ref_c, saved = ref["h"], ref["c"], list(ref["stack"])
+        while saved:
+            ref_h, ref_c = reference_merge(params, np.zeros(3), ref_h, ref_c,
+                                           saved.pop(), memory == "tree")
+        np.testing.assert_allclose(h[row], ref_h, atol=1e-5)
+        np.testing.assert_allclose(c[row], ref_c, atol=1e-5)
+    np.testing.assert_array_equal(depth, np.zeros((3, 1)))
+    np.testing.assert_array_equal(h[2], to_numpy(states[0])[2])
 
 
 def test_bracketed_tree():

@@ -163,10 +163,11 @@ def test_policy_warmup_epochs_are_counted_in_steps(tmp_path):
     out = str(tmp_path / "run")
     results = mee_example.run(_settings(
         "--encoder=rrnet_reinforce", "--policy_inputs=token", "--exploration=0.1",
-        "--policy_warmup_epochs=1", "--operations_per_token=1", "--tiny", "--epochs=2",
-        f"--output_dir={out}", "--verbose=0"))
+        "--policy_warmup_epochs=1", "--operations_per_token=1", "--subtree_start=fresh",
+        "--tiny", "--epochs=2", f"--output_dir={out}", "--verbose=0"))
     assert results["settings"]["policy_warmup_epochs"] == 1
     model = keras.saving.load_model(os.path.join(out, mee_example.MODEL_FILE))
     assert model.policy_warmup_steps == 6
     assert int(keras.ops.convert_to_numpy(model.trained_steps)) == 12
     assert (model.cell.policy_inputs, model.cell.exploration) == ("token", 0.1)
+    assert model.cell.subtree_start == "fresh"

@@ -118,6 +118,8 @@ def test_reinforce_greedy_at_inference_and_sampled_in_training():
     (dict(encoder="rrnet_reinforce", policy_warmup_steps=2.0), "policy_warmup_steps"),
     (dict(encoder="lstm", exploration=0.1), "exploration"),
     (dict(encoder="rrnet_reinforce", exploration=1.5), "exploration"),
+    (dict(encoder="lstm", subtree_start="fresh"), "subtree_start"),
+    (dict(encoder="rrnet_supervised", subtree_start="zero"), "subtree_start"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -342,13 +344,15 @@ def test_config_round_trip():
                             reward="likelihood", decoder="steps",
                             operations_per_token=2, baseline="greedy",
                             policy_inputs="token", exploration=0.25,
-                            policy_warmup_steps=7, seed=2)
+                            policy_warmup_steps=7, subtree_start="fresh", seed=2)
     clone = ExpressionModel.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
     assert clone.cell.policy_inputs == "token" and clone.cell.exploration == 0.25
+    assert clone.cell.subtree_start == "fresh"
     assert clone.policy_warmup_steps == 7
     assert ExpressionModel("rrnet_supervised", units=4).cell.policy_inputs == (
         "state_and_token")
+    assert ExpressionModel("rrnet_random", units=4).cell.subtree_start == "parent"
 
 
 @pytest.mark.parametrize("encoder", ["lstm", "rrnet_supervised", "rrnet_reinforce",
@@ -369,3 +373,33 @@ def test_keras_file_round_trip(tmp_path, encoder):
                                loaded.weights + loaded.optimizer.variables):
         np.testing.assert_array_equal(np.asarray(restored), np.asarray(saved))
     np.testing.assert_array_equal(np.asarray(loaded(inputs)), np.asarray(model(inputs)))
+
+
+def test_fresh_subtrees_are_closed_before_the_decoder():
+    # Token 0 ("(", id 15, alone in the row) is read before a split that no
+    # merge closes: with subtree_start="fresh" the encoder's last state does
+    # not depend on it, and it reaches the decoder through the merges of
+    # `close_subtrees` only.
+    tokens = np.array([[15, 2, 11, 3, 4, 11, 5]])
+    operations = np.array([[mee.RECUR_OPERATION, mee.SPLIT_OPERATION]
+                           + [mee.RECUR_OPERATION] * 5])
+    model = ExpressionModel("rrnet_supervised", units=6, embedding_dim=4,
+                            subtree_start="fresh", seed=3)
+    cell, table = model.cell, model.embedding.embeddings
+
+    def first_token_gradient(function):
+        with tf.GradientTape() as tape:
+            value = function()
+        gradient = tape.gradient(value, table)
+        return np.abs(np.asarray(tf.convert_to_tensor(gradient))[15]).sum()
+
+    def encoded():
+        return model.encoder(cell.pack_inputs(model.embedding(tokens), operations))[1:]
+
+    assert first_token_gradient(lambda: model({"tokens": tokens,
+                                               "operations": operations})) > 0
+    assert first_token_gradient(lambda: encoded()[0]) == 0.0
+    assert first_token_gradient(lambda: cell.close_subtrees(encoded())[0]) > 0
+    states = encoded()
+    assert float(states[3][0, 0]) == 1.0  # one sub-tree open
+    assert float(cell.close_subtrees(states)[3][0, 0]) == 0.0
