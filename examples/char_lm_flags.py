@@ -152,6 +152,11 @@ flags.DEFINE_enum("boundary_input", "previous", list(BOUNDARY_INPUTS),
                   "al.: the pre-activation, from the states before the update) or "
                   "updated (the layer's state after it, an extension; the default of "
                   "--unsegmented runs).")
+flags.DEFINE_bool("nested_boundaries", True,
+                  "hmlstm, hmrnn: a layer above the bottom ends a segment only where the "
+                  "layer below ends one (z^l_t times z^{l-1}_t, an extension; not in the "
+                  "papers' model, --boundary_prior=none, nor by default on --unsegmented "
+                  "runs).")
 flags.DEFINE_bool("slope_schedule", True, "Anneal a = min(slope_max, slope + slope_rate * epoch).")
 flags.DEFINE_float("slope_max", 5.0, "Largest annealed slope.")
 flags.DEFINE_float("slope_rate", 0.04, "Slope increase per epoch.")
@@ -168,10 +173,10 @@ flags.DEFINE_enum("boundary_placement", "entropy", list(PLACEMENTS),
                   "forwards and backwards, a backward LSTM LM trained beside the "
                   "model for the targets) or none. Needs a boundary prior; "
                   "--boundary_prior=none drops it too.")
-flags.DEFINE_bool("placement_upper_layers", True, "Place z^2 .. too (Eq. 1 of "
-                  "hmkeras.cells.boundary_placement for each layer above the bottom one); "
-                  "--noplacement_upper_layers places z^1 only and leaves the layers above "
-                  "to the prior and the language model.")
+flags.DEFINE_bool("placement_upper_layers", False, "Place z^2 .. too (Eq. 1 of "
+                  "hmkeras.cells.boundary_placement for each layer above the bottom one; "
+                  "the default of --unsegmented runs); without it z^1 is placed and the "
+                  "layers above are left to the prior and the language model.")
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -292,8 +297,9 @@ def _unsegmented_boundary_defaults(settings, flag_values):
     language model (--boundary_placement=bidirectional), and a rise
     placement (bidirectional, surprisal, or rise: the entropy's) sets z^1's
     number of boundaries (--segment_lengths=none,15,...: the prior holds
-    the layers above), unless those flags are given; the papers' model
-    (--boundary_prior=none) keeps the papers' detectors."""
+    the layers above), which are placed too (--placement_upper_layers)
+    and not nested (`_nesting_default`), unless those flags are given;
+    the papers' model (--boundary_prior=none) keeps the papers' detectors."""
     if not settings["unsegmented"] or settings["cell"] not in ("hmlstm", "hmrnn"):
         return
     if settings["boundary_placement"] != "none":
@@ -305,6 +311,8 @@ def _unsegmented_boundary_defaults(settings, flag_values):
         return  # the papers' model (no prior)
     if not flag_values["boundary_placement"].present:
         settings["boundary_placement"] = "bidirectional"
+    if not flag_values["placement_upper_layers"].present:
+        settings["placement_upper_layers"] = True
     if settings["boundary_placement"] in RISE_PLACEMENTS and not flag_values[
             "segment_lengths"].present:
         upper = UNSEGMENTED_UPPER_SEGMENT_LENGTH
@@ -352,22 +360,35 @@ def _check_placement_flag(settings, flag_values):
 
 
 def _check_upper_layers_flag(settings):
-    """--noplacement_upper_layers changes a placement: refused where the
-    run has none (--boundary_placement=none, or --boundary_prior=none)."""
-    if settings["boundary_placement"] != "none" or settings["placement_upper_layers"]:
+    """--placement_upper_layers extends a placement: refused where the run
+    has none (--boundary_placement=none, or --boundary_prior=none)."""
+    if settings["boundary_placement"] != "none" or not settings["placement_upper_layers"]:
         return
     cause = ("--boundary_prior=none" if settings["boundary_prior"] == "none"
              else "--boundary_placement=none")
     raise FlagError(
-        "--noplacement_upper_layers leaves z^1's placement alone, and this run has no "
-        "placement (--boundary_placement=none, or --boundary_prior=none: the papers' "
-        f"model). Received: {cause} --noplacement_upper_layers")
+        "--placement_upper_layers places the layers above z^1 beside z^1's placement, "
+        "and this run has no placement (--boundary_placement=none, or "
+        "--boundary_prior=none: the papers' model). "
+        f"Received: {cause} --placement_upper_layers")
+
+
+def _nesting_default(settings, flag_values):
+    """Nested boundaries (--nested_boundaries) unless given: on by default
+    beside the boundary prior on text with spaces; off in the papers'
+    model (--boundary_prior=none) and on --unsegmented runs, whose
+    defaults were measured without it."""
+    if flag_values["nested_boundaries"].present:
+        return
+    settings["nested_boundaries"] = (
+        settings["boundary_prior"] != "none" and not settings["unsegmented"])
 
 
 HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
     "boundary_gradient", "boundary_input", "boundary_bias", "boundary_prior",
     "segment_lengths", "boundary_placement", "placement_upper_layers", "stop_on_collapse",
+    "nested_boundaries",
 )
 
 
@@ -423,6 +444,8 @@ def resolve_settings(flag_values):
     _check_placement_flag(settings, flag_values)
     _unsegmented_boundary_defaults(settings, flag_values)
     _check_upper_layers_flag(settings)
+    if settings["cell"] in ("hmlstm", "hmrnn"):
+        _nesting_default(settings, flag_values)
     if settings["dataset"] != "text_file":
         for name in ("vocabulary", "text_chars"):  # --tiny's text_chars included
             settings[name] = flag_values[name].default
@@ -434,9 +457,9 @@ def resolve_settings(flag_values):
 def without_hierarchy(flag_values):
     """The values of `HIERARCHICAL_ONLY_FLAGS` that a run of a cell without
     boundaries (lstm, mlstm) has: the flags' defaults, with top-down on and
-    no placement (which needs boundaries)."""
+    no placement and no nesting (which need boundaries)."""
     return {**{name: flag_values[name].default for name in HIERARCHICAL_ONLY_FLAGS},
-            "top_down": True, "boundary_placement": "none"}
+            "top_down": True, "boundary_placement": "none", "nested_boundaries": False}
 
 
 def default_output_dir(preset, settings):
@@ -466,7 +489,7 @@ MODEL_FLAGS = (
     "vocabulary", "text_chars", "unsegmented", "seed", "synthetic_train_chars", "synthetic_valid_chars", "synthetic_test_chars",
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "boundary_gradient", "boundary_input", "layer_norm", "top_down",
-    "copy_last", "boundary_bias", "boundary_prior", "segment_lengths", "boundary_placement",
+    "copy_last", "boundary_bias", "nested_boundaries", "boundary_prior", "segment_lengths", "boundary_placement",
     "placement_upper_layers", "weight_norm", "dropout", "recurrent_dropout",
     "multiplicative_units", "l2", "batch_size", "seq_len",
 )
@@ -485,7 +508,8 @@ _HIERARCHICAL_OPTION_FLAGS = {
     "boundary_mode": "boundary_mode", "slope": "slope",
     "boundary_gradient": "boundary_gradient", "boundary_input": "boundary_input",
     "layer_norm": "layer_norm",
-    "top_down": "top_down", "boundary_bias": "boundary_bias", **_SHARED_OPTION_FLAGS,
+    "top_down": "top_down", "boundary_bias": "boundary_bias",
+    "nested_boundaries": "nested_boundaries", **_SHARED_OPTION_FLAGS,
 }
 CELL_OPTION_FLAGS = {
     "hmlstm": dict(_HIERARCHICAL_OPTION_FLAGS, copy_last="copy_last"),
@@ -558,8 +582,10 @@ def prepare_output_dir(s, kind):
     return run_directory.prepare_output_dir(
         s, kind, MODEL_FLAGS, data_flags=DATA_FLAGS, ignored=UNCOMPARED_FLAGS,
         defaults={**{name: FLAGS[name].default for name in FLAGS},
-                  # A run made before the flag existed trained without it.
-                  "boundary_placement": "none"})
+                  # A run made before the flag existed trained without it
+                  # (before --nested_boundaries, with every layer placed).
+                  "boundary_placement": "none", "nested_boundaries": False,
+                  "placement_upper_layers": True})
 
 
 def check_model_config(s, config):

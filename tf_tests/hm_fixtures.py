@@ -113,17 +113,29 @@ def check_gradients_against_reference(cell, reference, x, training=False, entrie
     y = to_numpy(y)
 
     offsets = None
+    nested = cell.nested_boundaries
     if cell.boundary_mode != "soft":
         z0 = y[..., -(cell.num_layers - 1):]
-        discrete = reference(x, values, cell.units, mode="step", slope=float(values["slope"]),
-                             boundaries=z0, gradient=cell.boundary_gradient,
-                             boundary_input=cell.boundary_input)
-        offsets = z0 - discrete["z_tilde"]
+        if nested:
+            # The offsets move each detector's own decision, before the
+            # nesting multiplies it by the layer below's (step mode: the
+            # reference's decisions are the cell's).
+            discrete = reference(x, values, cell.units, mode="step",
+                                 slope=float(values["slope"]), gradient=cell.boundary_gradient,
+                                 boundary_input=cell.boundary_input, nested=True)
+            np.testing.assert_array_equal(discrete["outputs"][..., -(cell.num_layers - 1):], z0)
+            offsets = discrete["z_own"] - discrete["z_tilde"]
+        else:
+            discrete = reference(x, values, cell.units, mode="step",
+                                 slope=float(values["slope"]), boundaries=z0,
+                                 gradient=cell.boundary_gradient,
+                                 boundary_input=cell.boundary_input)
+            offsets = z0 - discrete["z_tilde"]
 
     def reference_loss(point):
         out = reference(x, point, cell.units, mode="soft", slope=float(point["slope"]),
                         z_offsets=offsets, gradient=cell.boundary_gradient,
-                        boundary_input=cell.boundary_input)["outputs"]
+                        boundary_input=cell.boundary_input, nested=nested)["outputs"]
         return np.sum(np.square(out[..., top]))
 
     np.testing.assert_allclose(reference_loss(values), loss, rtol=GRADIENT_TOLERANCES["loss"])

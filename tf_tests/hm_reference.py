@@ -78,6 +78,7 @@ def hmlstm(
     z_offsets=None,
     gradient="hard_sigmoid",
     boundary_input="previous",
+    nested=False,
 ):
     """Runs the HM-LSTM over `x` (batch, time, features).
 
@@ -94,19 +95,23 @@ def hmlstm(
     are the same, the soft form with offsets has its derivative.
     `boundary_input="updated"`: each detector reads its layer's new `h`
     (`detector_preactivation`), and the products have no boundary column.
+    `nested`: `z^l_t` is the detector's decision times `z^{l-1}_t` (after
+    any `boundaries` or `z_offsets`), for `l > 1`.
 
     Returns dict: outputs (B, T, sum+L-1), h (list of final h), c (list),
-    z (final), z_tilde (B, T, L-1), ops (B, T, L) operation names.
+    z (final), z_tilde (B, T, L-1), z_own (B, T, L-1): each detector's
+    decision before nesting, ops (B, T, L) operation names.
     """
     B, T, _ = x.shape
     L = len(units)
     h = [np.zeros((B, u)) for u in units]
     c = [np.zeros((B, u)) for u in units]
     z_prev = np.zeros((B, L - 1))
-    outputs, z_tildes, ops_all = [], [], []
+    outputs, z_tildes, z_owns, ops_all = [], [], [], []
     for t in range(T):
         below, z_below = x[:, t], np.ones(B)
         new_h, new_c, new_z, z_tilde_t, ops_t = [], [], np.zeros((B, L - 1)), np.zeros((B, L - 1)), []
+        z_own_t = np.zeros((B, L - 1))
         for l in range(L):
             n, u, top = l + 1, units[l], l == L - 1
             has_td = top_down and not top
@@ -153,6 +158,9 @@ def hmlstm(
                         new_z[b, l] = zt if z_offsets is None else zt + z_offsets[b, t, l]
                     else:
                         new_z[b, l] = 1.0 if zt > 0.5 else 0.0  # Chung Eq. (9)
+                    z_own_t[b, l] = new_z[b, l]
+                    if nested and l > 0:
+                        new_z[b, l] *= z_below[b]
             ops_t.append(ops_l)
             new_h.append(hl)
             new_c.append(cl)
@@ -162,6 +170,7 @@ def hmlstm(
         h, c, z_prev = new_h, new_c, new_z
         outputs.append(np.concatenate(h + [z_prev], axis=-1))
         z_tildes.append(z_tilde_t)
+        z_owns.append(z_own_t)
         ops_all.append(np.array(ops_t, dtype=object).T)  # (B, L)
     return {
         "outputs": np.stack(outputs, 1),
@@ -169,21 +178,23 @@ def hmlstm(
         "c": c,
         "z": z_prev,
         "z_tilde": np.stack(z_tildes, 1),
+        "z_own": np.stack(z_owns, 1),
         "ops": np.stack(ops_all, 1),
     }
 
 
 def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True, boundaries=None,
-          z_offsets=None, gradient="hard_sigmoid", boundary_input="previous"):
+          z_offsets=None, gradient="hard_sigmoid", boundary_input="previous", nested=False):
     """Runs the HMRNN (Kadar et al. Eq. 9) over `x`; see `hmlstm`."""
     B, T, _ = x.shape
     L = len(units)
     h = [np.zeros((B, u)) for u in units]
     z_prev = np.zeros((B, L - 1))
-    outputs, z_tildes, ops_all = [], [], []
+    outputs, z_tildes, z_owns, ops_all = [], [], [], []
     for t in range(T):
         below, z_below = x[:, t], np.ones(B)
         new_h, new_z, z_tilde_t, ops_t = [], np.zeros((B, L - 1)), np.zeros((B, L - 1)), []
+        z_own_t = np.zeros((B, L - 1))
         for l in range(L):
             n, u, top = l + 1, units[l], l == L - 1
             has_td = top_down and not top
@@ -219,6 +230,9 @@ def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True
                         new_z[b, l] = zt if z_offsets is None else zt + z_offsets[b, t, l]
                     else:
                         new_z[b, l] = 1.0 if zt > 0.5 else 0.0
+                    z_own_t[b, l] = new_z[b, l]
+                    if nested and l > 0:
+                        new_z[b, l] *= z_below[b]
             ops_t.append(ops_l)
             new_h.append(hl)
             below = hl
@@ -227,11 +241,13 @@ def hmrnn(x, w, units, mode="step", slope=1.0, layer_norm_on=True, top_down=True
         h, z_prev = new_h, new_z
         outputs.append(np.concatenate(h + [z_prev], axis=-1))
         z_tildes.append(z_tilde_t)
+        z_owns.append(z_own_t)
         ops_all.append(np.array(ops_t, dtype=object).T)
     return {
         "outputs": np.stack(outputs, 1),
         "h": h,
         "z": z_prev,
         "z_tilde": np.stack(z_tildes, 1),
+        "z_own": np.stack(z_owns, 1),
         "ops": np.stack(ops_all, 1),
     }

@@ -118,6 +118,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         layer_norm_gain=0.2,
         top_down=True,
         boundary_bias=0.0,
+        nested_boundaries=False,
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         boundary_initializer="glorot_uniform",
@@ -158,6 +159,8 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
         )
         self.top_down = argument_checks.check_bool("top_down", top_down)
         self.boundary_bias = argument_checks.check_float("boundary_bias", boundary_bias)
+        self.nested_boundaries = argument_checks.check_bool(
+            "nested_boundaries", nested_boundaries)
         self.sparse_updates = sparse_update.check_sparse_updates(
             sparse_updates, self.boundary_mode
         )
@@ -406,8 +409,11 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             if not is_top and not self.has_detector_columns:
                 preactivation = self._updated_preactivation(index, state[0])
             if not is_top:  # Chung Eq. (8)-(9)
-                z_below = self._detect_boundary(preactivation, context.slope, context.training)
-                boundaries.append(z_below)
+                z = self._detect_boundary(preactivation, context.slope, context.training)
+                if self.nested_boundaries and z_below is not None:
+                    z = z * z_below  # a segment of layer l ends where one of l - 1 does
+                z_below = z
+                boundaries.append(z)
         z = ops.concatenate(boundaries, axis=-1)
         new_states.append(z)
         output = ops.concatenate(hiddens + [z], axis=-1)
@@ -454,6 +460,7 @@ class HierarchicalCell(VariationalDropoutMixin, keras.layers.Layer):
             "layer_norm_gain": self.layer_norm_gain,
             "top_down": self.top_down,
             "boundary_bias": self.boundary_bias,
+            "nested_boundaries": self.nested_boundaries,
             **{
                 name: module.serialize(getattr(self, name))
                 for name, module in _KERAS_OBJECTS

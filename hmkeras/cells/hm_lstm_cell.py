@@ -96,6 +96,14 @@ class HMLSTMCell(HierarchicalCell):
         boundary_bias: Initial bias of every boundary detector, a finite
             number (default 0, as in the papers; an extension: negative values start the
             layers with fewer boundaries).
+        nested_boundaries: Whether a layer above the bottom ends a segment
+            only where the layer below ends one: `z^l_t` is its detector's
+            decision times `z^{l-1}_t` (an extension; default `False`,
+            Chung et al.'s detectors, which may fire at any step). A
+            phrase ends where a word ends; on the main job, with no
+            placement of its own, `z^2` then marks the phrases
+            (`docs/results/char-lm.md`, "Boundaries nested in the layer
+            below's").
         forget_bias: Finite number added to the forget-gate bias at
             initialization. Default 1.
         kernel_initializer: For the bottom-up matrices `W` (gate columns).
@@ -170,6 +178,7 @@ class HMLSTMCell(HierarchicalCell):
         top_down=True,
         copy_last=False,
         boundary_bias=0.0,
+        nested_boundaries=False,
         forget_bias=1.0,
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
@@ -198,6 +207,7 @@ class HMLSTMCell(HierarchicalCell):
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,
             boundary_bias=boundary_bias,
+            nested_boundaries=nested_boundaries,
             kernel_initializer=kernel_initializer,
             recurrent_initializer=recurrent_initializer,
             boundary_initializer=boundary_initializer,

@@ -37,6 +37,14 @@ class HMRNN(HierarchicalSequenceLayer):
             `False` a FLUSH uses `tanh(W h^{l-1}_t + b)` alone.
         boundary_bias: Initial bias of every boundary detector (a finite
             number, default 0).
+        nested_boundaries: Whether a layer above the bottom ends a segment
+            only where the layer below ends one: `z^l_t` is its detector's
+            decision times `z^{l-1}_t` (an extension; default `False`,
+            Chung et al.'s detectors, which may fire at any step). A
+            phrase ends where a word ends; on the main job, with no
+            placement of its own, `z^2` then marks the phrases
+            (`docs/results/char-lm.md`, "Boundaries nested in the layer
+            below's").
         kernel_initializer: For the bottom-up matrices `W`.
         recurrent_initializer: For the recurrent `U` and top-down `V`
             matrices. Default orthogonal.
@@ -118,6 +126,7 @@ class HMRNN(HierarchicalSequenceLayer):
         layer_norm_gain=0.2,
         top_down=True,
         boundary_bias=0.0,
+        nested_boundaries=False,
         kernel_initializer="glorot_uniform",
         recurrent_initializer="orthogonal",
         boundary_initializer="glorot_uniform",
@@ -153,6 +162,7 @@ class HMRNN(HierarchicalSequenceLayer):
             layer_norm_gain=layer_norm_gain,
             top_down=top_down,
             boundary_bias=boundary_bias,
+            nested_boundaries=nested_boundaries,
             kernel_initializer=kernel_initializer,
             recurrent_initializer=recurrent_initializer,
             boundary_initializer=boundary_initializer,

@@ -557,7 +557,9 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         h_part = ops.split(ops.matmul(h, self.recurrent_kernel), 3, axis=-1)
         b_part = ops.split(self.bias, 3)
         # split: h_down = F1(h, x), h = F2(h, x), push h_down (and c_down);
-        # with subtree_start="fresh" F2 starts from the zero state.
+        # with subtree_start="fresh" F2 starts from the zero state (and
+        # `h_part[1]` is not read: the step multiplies `h` by the whole
+        # kernel as stored rather than slice it at every step).
         h_down, c_down = _lstm_unit(x_part[0], h_part[0], c, b_part[0])
         if self.subtree_start == "fresh":
             h_split, c_split = _lstm_unit(x_part[1], 0.0, ops.zeros_like(c), b_part[1])
@@ -614,10 +616,13 @@ class RecurrentRecursiveCell(keras.layers.Layer):
         no_token = ops.zeros((ops.shape(h)[0], self.embedding_size), h.dtype)
         for _ in range(self.max_depth):
             is_open = tensor_stack.can_pop(depth)
-            merged = self._merge(no_token, [h, c, stack, depth], is_open)
-            keep = ops.greater(is_open, 0.5)
-            h, c, stack, depth = (ops.where(keep, new, old) for new, old in
-                                  zip(merged, (h, c, stack, depth)))
+            # `_merge` pops only where `is_open`: the other rows' stack and
+            # depth come back unchanged, their `h` and `c` are kept here.
+            h_merged, c_merged, stack, depth = self._merge(
+                no_token, [h, c, stack, depth], is_open)
+            merged = ops.greater(is_open, 0.5)
+            h = ops.where(merged, h_merged, h)
+            c = ops.where(merged, c_merged, c)
         return [h, c, stack, depth] + states[4:]
 
     def _merge_unit(self, x, h_m, c, c_down=None):

@@ -27,6 +27,8 @@ CONFIGS = [
     dict(slope=2.5),
     dict(boundary_input="updated"),
     dict(boundary_input="updated", layer_norm=False, top_down=False),
+    dict(nested_boundaries=True),
+    dict(nested_boundaries=True, boundary_input="updated"),
 ]
 
 
@@ -51,6 +53,7 @@ def test_matches_numpy_reference(config, mode):
         top_down=config.get("top_down", True),
         boundary_input=config.get("boundary_input", "previous"),
         copy_last=config.get("copy_last", False),
+        nested=config.get("nested_boundaries", False),
     )
     np.testing.assert_allclose(outputs, ref["outputs"], **FLOAT64)
     for index in range(len(UNITS)):
@@ -333,6 +336,7 @@ def test_units_list_and_sizes():
         (dict(units=4, slope=-1.0), "slope"),
         (dict(units=4, layer_norm="yes"), "layer_norm"),
         (dict(units=4, copy_last=1), "copy_last"),
+        (dict(units=4, nested_boundaries="yes"), "nested_boundaries"),
     ],
 )
 def test_bad_arguments_raise(kwargs, argument):
@@ -344,3 +348,44 @@ def test_wrong_input_rank_raises():
     rnn = keras.layers.RNN(hmkeras.HMLSTMCell(4))
     with pytest.raises(ValueError, match="inputs"):
         rnn(np.zeros((2, 3, 4, 5), "float32"))
+
+
+@pytest.mark.parametrize("cls, reference", [(hmkeras.HMLSTMCell, hm_reference.hmlstm),
+                                            (hmkeras.HMRNNCell, hm_reference.hmrnn)])
+def test_nested_boundaries_end_only_where_the_layer_below_ends(cls, reference):
+    # Four layers: z^3 nests in z^2, which nests in z^1.  The detectors
+    # fire about half the time, so the nesting takes away boundaries that
+    # the detectors placed (the reference's decisions before it).
+    units = [5, 4, 3, 3]
+    plain = make_cell(cls, units=units, z_bias=0.5)
+    nested = make_cell(cls, units=units, z_bias=0.5, nested_boundaries=True)
+    x = inputs()
+    z_plain = run_rnn(plain, x)[0][..., -3:]
+    z = run_rnn(nested, x)[0][..., -3:]
+    ref = reference(x, hm_reference.cell_weights(nested), units, nested=True)
+    np.testing.assert_array_equal(z, ref["outputs"][..., -3:])
+    assert np.all(z[..., 1:] <= z[..., :-1])
+    assert np.any(ref["z_own"][..., 1:] > z[..., 1:])
+    # z^1 is the plain cell's up to its first step, where the layers above
+    # start to differ (the same weights, the same first boundary).
+    np.testing.assert_array_equal(z[:, 0, 0], z_plain[:, 0, 0])
+    assert not np.array_equal(z, z_plain)
+
+
+def test_nested_boundaries_default_and_config():
+    assert hmkeras.HMLSTMCell(4).nested_boundaries is False
+    assert hmkeras.HMLSTM(4).cell.nested_boundaries is False
+    cell = hmkeras.HMRNNCell(4, nested_boundaries=True)
+    assert hmkeras.HMRNNCell.from_config(cell.get_config()).nested_boundaries is True
+    layer = hmkeras.HMLSTM(4, nested_boundaries=True)
+    assert hmkeras.HMLSTM.from_config(layer.get_config()).cell.nested_boundaries is True
+
+
+@pytest.mark.slow
+def test_nested_gradients_match_finite_differences():
+    # The straight-through gradient reaches each detector through its own
+    # decision and, through the product, the layer below's.
+    cell = make_cell(boundary_mode="step", seed=2, nested_boundaries=True)
+    y = check_gradients_against_reference(
+        cell, hm_reference.hmlstm, inputs(3)[:, :12], training=True)
+    assert set(np.unique(y[..., -2:])) == {0.0, 1.0}

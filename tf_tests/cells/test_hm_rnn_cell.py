@@ -21,7 +21,8 @@ pytestmark = pytest.mark.every_backend
 
 CONFIGS = [dict(), dict(layer_norm=False), dict(top_down=False), dict(slope=3.0),
            dict(boundary_input="updated"),
-           dict(boundary_input="updated", layer_norm=False, top_down=False)]
+           dict(boundary_input="updated", layer_norm=False, top_down=False),
+           dict(nested_boundaries=True), dict(nested_boundaries=True, boundary_input="updated")]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(c) or "default")
@@ -45,6 +46,7 @@ def test_matches_numpy_reference(config, mode):
         layer_norm_on=config.get("layer_norm", True),
         top_down=config.get("top_down", True),
         boundary_input=config.get("boundary_input", "previous"),
+        nested=config.get("nested_boundaries", False),
     )
     np.testing.assert_allclose(outputs, ref["outputs"], **FLOAT64)
     for index in range(len(UNITS)):

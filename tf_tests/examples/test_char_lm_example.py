@@ -217,37 +217,65 @@ def test_placement_flag_makes_the_model_field():
 
 
 def test_upper_layers_flag_makes_the_model_field_and_needs_a_placement():
-    # --noplacement_upper_layers: z^1's placement only, in the configuration
-    # and the model; refused without a placement; a run made before the
-    # flag existed placed every layer and resumes with the default.
+    # Default: z^1's placement only, in the configuration and the model;
+    # --placement_upper_layers places the layers above too, refused without
+    # a placement; --unsegmented runs place every layer unless told.
     from command_line import FlagError
 
-    assert char_lm_flags.model_config(_settings(), 30).placement_upper_layers is True
-    config = char_lm_flags.model_config(_settings("--noplacement_upper_layers"), 30)
-    assert config.placement_upper_layers is False
-    lm = CharLanguageModel(dataclasses.replace(config, units=4, output_units=4,
-                                               embedding_dim=2))
+    assert char_lm_flags.model_config(_settings(), 30).placement_upper_layers is False
+    lm = CharLanguageModel(dataclasses.replace(
+        char_lm_flags.model_config(_settings(), 30), units=4, output_units=4, embedding_dim=2))
     assert lm.boundary_placement.get_config()["upper_layers"] is False
+    config = char_lm_flags.model_config(_settings("--placement_upper_layers"), 30)
+    assert config.placement_upper_layers is True
     for flag in ("--boundary_placement=none", "--boundary_prior=none"):
-        with pytest.raises(FlagError, match=f"no placement .*Received: {flag} --noplacement"):
-            _settings(flag, "--noplacement_upper_layers")
-        assert _settings(flag)["placement_upper_layers"] is True
+        with pytest.raises(FlagError, match=f"no placement .*Received: {flag} --placement_upper"):
+            _settings(flag, "--placement_upper_layers")
+        assert _settings(flag)["placement_upper_layers"] is False
+    assert _settings("--dataset=brent_phonemes")["placement_upper_layers"] is True
+    assert _settings("--dataset=brent_phonemes", "--noplacement_upper_layers")[
+        "placement_upper_layers"] is False
 
 
-def test_run_made_before_the_upper_layers_flag_resumes_with_every_layer_placed(tmp_path):
+def test_nested_boundaries_flag_defaults_and_cell_option():
+    # Nested beside the prior on text with spaces; not in the papers' model
+    # nor on --unsegmented runs, unless given; a cell option of the model.
+    from command_line import FlagError
+
+    assert _settings()["nested_boundaries"] is True
+    config = char_lm_flags.model_config(_settings(), 30)
+    assert config.cell_options["nested_boundaries"] is True
+    lm = CharLanguageModel(dataclasses.replace(config, units=4, output_units=4, embedding_dim=2))
+    assert lm.hierarchical_cell.nested_boundaries is True
+    assert _settings("--boundary_prior=none")["nested_boundaries"] is False
+    assert _settings("--dataset=brent_phonemes")["nested_boundaries"] is False
+    assert _settings("--dataset=brent_phonemes", "--nested_boundaries")["nested_boundaries"] is True
+    assert _settings("--nonested_boundaries")["nested_boundaries"] is False
+    with pytest.raises(FlagError, match="--nested_boundaries applies to the hierarchical"):
+        _settings("--cell=lstm", "--nested_boundaries")
+    assert "nested_boundaries" not in char_lm_flags.model_config(
+        _settings("--cell=lstm"), 30).cell_options
+
+
+def test_run_made_before_the_nesting_resumes_only_as_what_it_was(tmp_path):
+    # settings.json of a run made before --nested_boundaries (and the
+    # default of --placement_upper_layers) changed: every layer placed, not
+    # nested. The defaults are another model (refused, naming the flags);
+    # --placement_upper_layers --nonested_boundaries resumes it.
     from command_line import FlagError
     from run_directory import write_run_kind
 
     out = str(tmp_path / "old_run")
-    s = _settings(f"--output_dir={out}")
+    old = _settings(f"--output_dir={out}", "--placement_upper_layers",
+                    "--nonested_boundaries")
     os.makedirs(out)
     write_run_kind(out, "char_lm")
     with open(os.path.join(out, "settings.json"), "w") as f:
-        json.dump({k: v for k, v in s.items() if k != "placement_upper_layers"}, f)
-    assert char_lm_flags.prepare_output_dir(s, kind="char_lm") == ()
-    with pytest.raises(FlagError, match="placement_upper_layers"):
-        char_lm_flags.prepare_output_dir(
-            _settings(f"--output_dir={out}", "--noplacement_upper_layers"), kind="char_lm")
+        json.dump({k: v for k, v in old.items()
+                   if k not in ("placement_upper_layers", "nested_boundaries")}, f)
+    with pytest.raises(FlagError, match="nested_boundaries|placement_upper_layers"):
+        char_lm_flags.prepare_output_dir(_settings(f"--output_dir={out}"), kind="char_lm")
+    assert char_lm_flags.prepare_output_dir(old, kind="char_lm") == ()
 
 
 def test_run_made_before_the_placement_resumes_only_as_what_it_was(tmp_path):
@@ -274,8 +302,8 @@ def test_flags_fill_the_cell_options_of_the_chosen_cell():
     """The model flags that are the cell's arguments become `cell_options`,
     those of the chosen cell only; the model's own stay fields."""
     hm = dict(boundary_mode="step", slope=1.0, boundary_gradient="hard_sigmoid",
-              boundary_input="previous", layer_norm=True, top_down=True, boundary_bias=0.0, dropout=0.0,
-              recurrent_dropout=0.0)
+              boundary_input="previous", layer_norm=True, top_down=True, boundary_bias=0.0,
+              nested_boundaries=True, dropout=0.0, recurrent_dropout=0.0)
     config = char_lm_flags.model_config(
         _settings("--cell=hmrnn", "--nolayer_norm", "--slope=2", "--dropout=0.1",
                   "--boundary_mode=soft", "--l2=0.5"), 30)
