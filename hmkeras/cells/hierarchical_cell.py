@@ -4,7 +4,8 @@ It owns what the two cells have in common (Chung et al. 2017, Sec. 3.2;
 Kadar et al. 2018, Appendix A and B): the argument checks, the
 non-trainable `slope` of the hard sigmoid, the boundary detectors
 (`"step"`, `"sample"`, `"soft"`; Chung Eq. 8-9), what they read
-(`boundary_input`) and their straight-through backward pass
+(`boundary_input`), whether a layer's boundaries nest in the layer
+below's (`nested_boundaries`) and their straight-through backward pass
 (`boundary_gradient`), the unroll over the
 layers of one step (bottom first) with each layer's COPY / UPDATE / FLUSH
 masks (Chung Eq. 2-3) and the configuration.  A layer's weights come from

@@ -92,10 +92,10 @@ class HMLSTM(HierarchicalSequenceLayer):
             only where the layer below ends one: `z^l_t` is its detector's
             decision times `z^{l-1}_t` (an extension; default `False`,
             Chung et al.'s detectors, which may fire at any step). A
-            phrase ends where a word ends; on the main job, with no
-            placement of its own, `z^2` then marks the phrases
-            (`docs/results/char-lm.md`, "Boundaries nested in the layer
-            below's").
+            phrase ends where a word ends; on the main job's HM-LSTM,
+            with no placement of its own, `z^2` then marks the phrases
+            on most seeds (`docs/results/char-lm.md`, "Boundaries nested
+            in the layer below's").
         forget_bias: Finite number added to the forget-gate bias at
             initialization. Default 1.
         kernel_initializer: For the bottom-up matrices `W` (gate columns).

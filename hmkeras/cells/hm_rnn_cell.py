@@ -73,10 +73,10 @@ class HMRNNCell(HierarchicalCell):
             only where the layer below ends one: `z^l_t` is its detector's
             decision times `z^{l-1}_t` (an extension; default `False`,
             Chung et al.'s detectors, which may fire at any step). A
-            phrase ends where a word ends; on the main job, with no
-            placement of its own, `z^2` then marks the phrases
-            (`docs/results/char-lm.md`, "Boundaries nested in the layer
-            below's").
+            phrase ends where a word ends; on the main job's HM-LSTM,
+            with no placement of its own, `z^2` then marks the phrases
+            on most seeds (`docs/results/char-lm.md`, "Boundaries nested
+            in the layer below's").
         kernel_initializer: For the bottom-up matrices `W`.
         recurrent_initializer: For the recurrent `U` and top-down `V`
             matrices. Default orthogonal.

@@ -366,8 +366,8 @@ def test_nested_boundaries_end_only_where_the_layer_below_ends(cls, reference):
     np.testing.assert_array_equal(z, ref["outputs"][..., -3:])
     assert np.all(z[..., 1:] <= z[..., :-1])
     assert np.any(ref["z_own"][..., 1:] > z[..., 1:])
-    # z^1 is the plain cell's up to its first step, where the layers above
-    # start to differ (the same weights, the same first boundary).
+    # At the first step z^1 is the plain cell's (the same weights, the zero
+    # state); after it the nested layers above feed back other states.
     np.testing.assert_array_equal(z[:, 0, 0], z_plain[:, 0, 0])
     assert not np.array_equal(z, z_plain)
 
