@@ -132,6 +132,28 @@ def test_sparse_really_skips(layer_class, monkeypatch):
     assert executed == stats["per_layer_executed"]
 
 
+@pytest.mark.parametrize("layer_class", [HMLSTM, HMRNN])
+def test_sparse_equals_dense_with_nested_boundaries(layer_class):
+    # `nested_boundaries=True`: z^l_t is the detector's decision times
+    # z^{l-1}_t, taken after either branch, so a COPYing layer (z^{l-1}_t
+    # = 0) ends no segment in the sparse path as in the dense one, and the
+    # top layer COPYs at every step where z^1_t = 0.
+    dense, sparse = make_pair(layer_class, bias=0.3, nested_boundaries=True)
+    x = _inputs(seed=4, steps=40)
+    want = [np.asarray(t) for t in tf.function(lambda inputs: dense(inputs))(x)]
+    got = [np.asarray(t) for t in tf.function(lambda inputs: sparse(inputs))(x)]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)  # bit for bit
+    boundaries = _boundaries(dense, want[0])
+    assert np.all(boundaries[..., 1] <= boundaries[..., 0])  # nested
+    assert boundaries[..., 1].sum() > 0  # z^2 does fire
+    copies = expected_copies(boundaries)
+    assert copies[1] > 0 and copies[2] > 0  # there were COPYs to skip
+    stats = sparse_update.count_updates(boundaries)
+    np.testing.assert_array_equal(stats["per_layer_skipped"], copies)
+    np.testing.assert_array_equal(stats["per_layer_executed"], 40 - copies)
+
+
 def test_batch_skips_only_when_every_row_copies():
     dense, sparse = make_pair(HMLSTM, batch=3, layer_norm=True)
     x = _inputs(batch=3, seed=1)
