@@ -107,7 +107,7 @@ receives the same summary (layer 2 is copied there), and on one seed of
 three to the step after the phrase ends (`docs/results/char-lm.md`,
 "Without z^2's own placement term").  Beside nested boundaries (the
 cells' `nested_boundaries`: `z^2` only where `z^1` fires) `z^1`'s term
-alone lets `z^2` mark the phrases on two seeds of three, and the
+alone lets `z^2` mark the phrases on four seeds of five, and the
 character examples use that on text with spaces
 (`docs/results/char-lm.md`, "Boundaries nested in the layer below's").
 
