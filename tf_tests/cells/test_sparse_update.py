@@ -83,6 +83,18 @@ def expected_copies(boundaries):
     return np.array(counts)
 
 
+def compiled_outputs_bit_for_bit(dense, sparse, x):
+    """The dense layer's outputs on `x`, after checking that the sparse
+    layer's equal them bit for bit.  Both run compiled, as in evaluation
+    (eager and graph kernels may round differently; the comparison is of
+    the paths, in the same mode)."""
+    want = [np.asarray(t) for t in tf.function(lambda inputs: dense(inputs))(x)]
+    got = [np.asarray(t) for t in tf.function(lambda inputs: sparse(inputs))(x)]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)  # bit for bit
+    return want
+
+
 def _boundaries(layer, outputs):
     return np.asarray(layer.split_outputs(outputs)[1])
 
@@ -92,14 +104,7 @@ def _boundaries(layer, outputs):
 @pytest.mark.parametrize("layer_norm", [True, False])
 def test_sparse_equals_dense_and_skips(layer_class, layer_norm):
     dense, sparse = make_pair(layer_class, layer_norm=layer_norm)
-    x = _inputs()
-    # Both compiled, as in evaluation (eager and graph kernels may round
-    # differently; the comparison is of the paths, in the same mode).
-    want = [np.asarray(t) for t in tf.function(lambda inputs: dense(inputs))(x)]
-    run = tf.function(lambda inputs: sparse(inputs))
-    got = [np.asarray(t) for t in run(x)]
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)  # bit for bit
+    want = compiled_outputs_bit_for_bit(dense, sparse, _inputs())
     boundaries = _boundaries(dense, want[0])
     assert 0 < boundaries.mean() < 0.6  # boundaries fire, sparsely
     stats = sparse_update.count_updates(boundaries)
@@ -139,11 +144,7 @@ def test_sparse_equals_dense_with_nested_boundaries(layer_class):
     # = 0) ends no segment in the sparse path as in the dense one, and the
     # top layer COPYs at every step where z^1_t = 0.
     dense, sparse = make_pair(layer_class, bias=0.3, nested_boundaries=True)
-    x = _inputs(seed=4, steps=40)
-    want = [np.asarray(t) for t in tf.function(lambda inputs: dense(inputs))(x)]
-    got = [np.asarray(t) for t in tf.function(lambda inputs: sparse(inputs))(x)]
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)  # bit for bit
+    want = compiled_outputs_bit_for_bit(dense, sparse, _inputs(seed=4, steps=40))
     boundaries = _boundaries(dense, want[0])
     assert np.all(boundaries[..., 1] <= boundaries[..., 0])  # nested
     assert boundaries[..., 1].sum() > 0  # z^2 does fire
@@ -368,11 +369,7 @@ def test_sparse_equals_dense_with_detectors_of_the_updated_state(layer_class):
         elif weight.name.startswith("detector_bias_"):
             weight.assign(np.full((1,), -0.6, "float32"))
     sparse.cell.set_weights(dense.cell.get_weights())
-    x = _inputs(seed=6, steps=60)
-    want = [np.asarray(t) for t in tf.function(lambda inputs: dense(inputs))(x)]
-    got = [np.asarray(t) for t in tf.function(lambda inputs: sparse(inputs))(x)]
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)  # bit for bit
+    want = compiled_outputs_bit_for_bit(dense, sparse, _inputs(seed=6, steps=60))
     boundaries = _boundaries(dense, want[0])
     copies = expected_copies(boundaries)
     assert copies[1] > 0 and copies[2] > 0  # there were COPYs to skip
