@@ -50,9 +50,34 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["TruncatedBPTTBatches", "EvaluationChunks", "REMAINDER_MODES"]
+__all__ = ["TruncatedBPTTBatches", "EvaluationChunks", "REMAINDER_MODES",
+           "without_autotuning"]
 
 REMAINDER_MODES = ("keep", "pad", "drop")
+
+
+def without_autotuning(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """`dataset` with `tf.data`'s autotuning turned off.
+
+    The training loops call `fit` once per epoch (`train_truncated_bptt`,
+    `train_epochs`), so every epoch ends an input iterator. With
+    autotuning on, TensorFlow lets `fit` return only once the iterator's
+    autotuning thread wakes again, and that thread sleeps twice as long
+    after each wake (10 ms, 20 ms, ...): on the main job `fit` returned up
+    to 25 seconds after an epoch's last batch, in some epochs and not
+    others. The library's pipelines have nothing to tune (no parallel
+    `map`, no `AUTOTUNE` buffer); their elements and order are the same
+    either way.
+
+    Examples:
+
+        >>> import tensorflow as tf
+        >>> without_autotuning(tf.data.Dataset.range(3)).options().autotune.enabled
+        False
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
 
 
 def _check_positive_int(name: str, value) -> int:
@@ -164,8 +189,9 @@ class TruncatedBPTTBatches:
         Returns:
           A `tf.data.Dataset` of ``(inputs, targets)`` (or ``((inputs,
           row_ids), targets)``), int32 tensors of shape ``(batch_size,
-          seq_len)``. Call `.repeat()` for several epochs (each epoch starts
-          again at batch 0, where the RNN state should be reset).
+          seq_len)``, without autotuning (`without_autotuning`). Call
+          `.repeat()` for several epochs (each epoch starts again at batch
+          0, where the RNN state should be reset).
         """
         if (
             isinstance(start_batch, bool)
@@ -192,8 +218,8 @@ class TruncatedBPTTBatches:
                 return (x, tf.range(batch_size, dtype=tf.int32)), y
             return x, y
 
-        return tf.data.Dataset.range(int(start_batch), self.num_batches).map(
-            _slice
+        return without_autotuning(
+            tf.data.Dataset.range(int(start_batch), self.num_batches).map(_slice)
         )
 
     def __repr__(self) -> str:

@@ -50,6 +50,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from hmkeras.data.pipeline import without_autotuning
+
 __all__ = ["SentenceBatches", "OVERFLOW_MODES"]
 
 OVERFLOW_MODES = ("truncate", "split")
@@ -151,11 +153,12 @@ class SentenceBatches:
 
     def dataset(self, start_batch=0):
         """The batches from `start_batch` on, in corpus order, as a
-        `tf.data.Dataset` of `(inputs, targets, weights)`."""
+        `tf.data.Dataset` of `(inputs, targets, weights)` without
+        autotuning (`pipeline.without_autotuning`)."""
         lo = start_batch * self.batch_size
-        return tf.data.Dataset.from_tensor_slices(
+        return without_autotuning(tf.data.Dataset.from_tensor_slices(
             (self._x[lo:], self._y[lo:], self._w[lo:])
-        ).batch(self.batch_size)
+        ).batch(self.batch_size))
 
     def __repr__(self):
         return (f"SentenceBatches(num_rows={self.num_rows}, seq_len={self.seq_len}, "

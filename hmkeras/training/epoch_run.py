@@ -143,6 +143,18 @@ class _EpochEnd(keras.callbacks.Callback):
             logs.update(self.validate(self.model))
 
 
+def _epoch_data(data, epoch):
+    """What `fit` trains on in `epoch`: a `tf.data.Dataset` without
+    autotuning (`hmkeras.data.pipeline.without_autotuning`: with it, the
+    iterator that ends with each epoch's `fit` can hold `fit` for seconds)."""
+    data = data(epoch) if callable(data) else data
+    if hasattr(data, "with_options"):  # a tf.data.Dataset
+        from hmkeras.data.pipeline import without_autotuning
+
+        data = without_autotuning(data)
+    return data
+
+
 def _restore(model, checkpoint, schedule):
     """The progress of the run in `checkpoint` (restored into `model`), or
     that of a new run."""
@@ -185,7 +197,8 @@ def train_epochs(model, data, schedule, output_dir, validate=None, callbacks=())
             a variable (not a schedule).
         data: What `fit` trains on for one epoch (a `tf.data.Dataset`, a
             `keras.utils.PyDataset`), or a callable `epoch -> it` (the
-            0-based epoch). `fit` does not shuffle it.
+            0-based epoch). `fit` does not shuffle it; a `tf.data.Dataset`
+            trains without autotuning (`hmkeras.data.pipeline.without_autotuning`).
         schedule: An `EpochSchedule`.
         output_dir: The run directory; the checkpoints go to its
             `checkpoints/`.
@@ -243,8 +256,8 @@ def train_epochs(model, data, schedule, output_dir, validate=None, callbacks=())
         print(f"Epoch {epoch + 1}/{schedule.max_epochs}: learning rate {rate:.4g}")
         started = time.time()
         try:
-            history = model.fit(data(epoch) if callable(data) else data,
-                                epochs=epoch + 1, initial_epoch=epoch, callbacks=callbacks,
+            history = model.fit(_epoch_data(data, epoch), epochs=epoch + 1,
+                                initial_epoch=epoch, callbacks=callbacks,
                                 verbose=schedule.verbose, shuffle=False)
         except _NonFinite as stop:
             progress["non_finite"] = (_step(model), str(stop), saved_step)

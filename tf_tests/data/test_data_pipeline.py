@@ -5,6 +5,7 @@ import pytest
 
 from hmkeras.data.pipeline import EvaluationChunks
 from hmkeras.data.pipeline import TruncatedBPTTBatches
+from hmkeras.data.pipeline import without_autotuning
 
 
 def _collect(dataset):
@@ -68,6 +69,21 @@ def test_row_ids_name_the_rows_of_every_batch():
         np.testing.assert_array_equal(y.numpy(), y_plain)
         assert rows.dtype.name == "int32"
         np.testing.assert_array_equal(rows.numpy(), np.arange(6))
+
+
+def test_training_batches_run_without_autotuning():
+    """A `fit` per epoch ends an iterator per epoch: with autotuning on,
+    TensorFlow holds `fit` until the autotuning thread next wakes."""
+    import tensorflow as tf
+
+    batches = TruncatedBPTTBatches(np.arange(200), batch_size=3, seq_len=5)
+    for dataset in (batches.dataset(), batches.dataset(start_batch=4, row_ids=True)):
+        assert dataset.options().autotune.enabled is False
+    tuned = tf.data.Dataset.range(7).with_options(tf.data.Options())
+    assert tuned.options().autotune.enabled is not False
+    untuned = without_autotuning(tuned)
+    assert untuned.options().autotune.enabled is False
+    assert list(untuned.as_numpy_iterator()) == list(range(7))
 
 
 def test_bptt_invalid_arguments():

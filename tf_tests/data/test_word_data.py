@@ -251,6 +251,7 @@ def test_sentence_batches_against_a_reference(overflow):
     streamed = [t.numpy() for b in batches.dataset() for t in b[:1]]
     assert np.array_equal(np.concatenate(streamed), x)
     assert len(streamed) == batches.num_batches == -(-len(rows) // 5)
+    assert batches.dataset().options().autotune.enabled is False  # a fit per epoch
 
 
 def test_sentence_batches_arguments():

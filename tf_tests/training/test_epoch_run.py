@@ -95,6 +95,25 @@ def test_sgd_trains_with_the_scheduled_rates_and_records_the_history(tmp_path):
     assert TrainingCheckpoint(str(tmp_path / "checkpoints")).progress() == progress
 
 
+def test_fit_gets_the_dataset_without_autotuning(tmp_path):
+    """A dataset given as it is or by a callable reaches every epoch's
+    `fit` with autotuning off (the iterator each `fit` ends would hold it)."""
+    seen = []
+
+    class Recording(keras.Sequential):
+        def fit(self, x=None, **kwargs):
+            seen.append(x.options().autotune.enabled)
+            return super().fit(x, **kwargs)
+
+    model = Recording([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(), "mse")
+    schedule = EpochSchedule(max_epochs=2, learning_rate=0.1, verbose=0)
+    train_epochs(model, _batches(X, Y, 4), schedule, str(tmp_path / "given"))
+    schedule.max_epochs = 4
+    train_epochs(model, lambda epoch: _batches(X, Y, 4), schedule, str(tmp_path / "made"))
+    assert seen == [False] * 6
+
+
 @pytest.mark.parametrize("scores,patience,stopped_after", [
     # best 3.9 at epoch 4; 4.0 three times (equal is no better): stop after 7.
     ([5.0, 4.0, 4.5, 3.9, 4.0, 4.0, 4.0, 1.0, 1.0, 1.0], 3, 7),
