@@ -116,11 +116,13 @@ def _width(pairs):
 def _dataset(pairs, batch_size, width, shuffle_seed=None):
     import tensorflow as tf
 
+    from hmkeras.data.pipeline import without_autotuning
+
     inputs, labels = to_arrays(pairs, width)
     ds = tf.data.Dataset.from_tensor_slices((inputs, labels))
     if shuffle_seed is not None:
         ds = ds.shuffle(len(pairs), seed=shuffle_seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size).prefetch(2)
+    return without_autotuning(ds.batch(batch_size).prefetch(2))  # an iterator per epoch
 
 
 def majority_accuracy(train_pairs, test_pairs):

@@ -235,6 +235,7 @@ def _dataset(by_length, batch_size, shuffle_seed=None):
     import tensorflow as tf
 
     from hmkeras.data.mee import model_inputs
+    from hmkeras.data.pipeline import without_autotuning
 
     datasets = []
     for examples in by_length.values():
@@ -250,7 +251,7 @@ def _dataset(by_length, batch_size, shuffle_seed=None):
     if shuffle_seed is not None:
         ds = ds.shuffle(int(ds.cardinality()), seed=shuffle_seed,
                         reshuffle_each_iteration=True)
-    return ds.prefetch(2)
+    return without_autotuning(ds.prefetch(2))  # a new iterator every epoch
 
 
 def run(s):

@@ -72,6 +72,14 @@ def test_tiny_run_on_jax(tmp_path):
             logic_example.majority_accuracy(train, test))
 
 
+def test_batches_run_without_autotuning():
+    """A new iterator every epoch: without autotuning its end holds nothing."""
+    pairs = list(logic.generate_pairs(2, "train", 6, seed=0))
+    dataset = logic_example._dataset(pairs, 4, logic_example._width(pairs), shuffle_seed=1)
+    assert dataset.options().autotune.enabled is False
+    assert sum(int(labels.shape[0]) for _, labels in dataset) == 6
+
+
 def test_tiny_settings():
     s = _settings("--tiny", "--units=12")
     assert s["units"] == 12 and s["train_size"] == logic_example.TINY["train_size"]

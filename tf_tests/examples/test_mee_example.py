@@ -153,6 +153,18 @@ def test_tiny_settings():
     assert quick["epochs"] == 2 and quick["train_size"] == mee_example.QUICK["train_size"]
 
 
+def test_batches_run_without_autotuning():
+    """Every epoch of `fit` starts a new iterator over the batches; with
+    tf.data's autotuning on, ending the last one could hold the next epoch."""
+    from hmkeras.data import mee
+
+    by_length = {n: list(mee.generate_expressions(n, "train", 8, seed=0)) for n in (4, 5)}
+    for seed in (None, 3):
+        dataset = mee_example._dataset(by_length, 4, shuffle_seed=seed)
+        assert dataset.options().autotune.enabled is False
+        assert len(list(dataset)) == mee_example._steps_per_epoch(by_length, 4) == 4
+
+
 @pytest.mark.slow
 def test_policy_warmup_epochs_are_counted_in_steps(tmp_path):
     """`--policy_warmup_epochs=1`: the model leaves the policy's losses out
