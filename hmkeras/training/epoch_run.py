@@ -37,9 +37,13 @@ import time
 import keras
 
 from hmkeras import argument_checks
+from hmkeras import tensorflow_features
 from hmkeras.training.epoch_progbar import EpochProgbar
 from hmkeras.training.training_state import TrainingCheckpoint
 from hmkeras.training.truncated_bptt_run import all_finite
+
+if tensorflow_features.available():  # a tf.data.Dataset needs TensorFlow
+    from hmkeras.data.pipeline import without_autotuning
 
 BEST_WEIGHTS = "best.weights.h5"
 
@@ -149,8 +153,6 @@ def _epoch_data(data, epoch):
     iterator that ends with each epoch's `fit` can hold `fit` for seconds)."""
     data = data(epoch) if callable(data) else data
     if hasattr(data, "with_options"):  # a tf.data.Dataset
-        from hmkeras.data.pipeline import without_autotuning
-
         data = without_autotuning(data)
     return data
 
