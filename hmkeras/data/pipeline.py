@@ -75,6 +75,10 @@ def without_autotuning(dataset: tf.data.Dataset) -> tf.data.Dataset:
         >>> without_autotuning(tf.data.Dataset.range(3)).options().autotune.enabled
         False
     """
+    if not isinstance(dataset, tf.data.Dataset):
+        raise ValueError(
+            f"`dataset` must be a tf.data.Dataset, got {type(dataset).__name__}."
+        )
     options = tf.data.Options()
     options.autotune.enabled = False
     return dataset.with_options(options)

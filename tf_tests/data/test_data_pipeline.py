@@ -84,6 +84,8 @@ def test_training_batches_run_without_autotuning():
     untuned = without_autotuning(tuned)
     assert untuned.options().autotune.enabled is False
     assert list(untuned.as_numpy_iterator()) == list(range(7))
+    with pytest.raises(ValueError, match="`dataset` must be a tf.data.Dataset, got list"):
+        without_autotuning([0, 1, 2])
 
 
 def test_bptt_invalid_arguments():
