@@ -112,6 +112,13 @@ def test_unsegmented_flags():
     assert s["unsegmented"] is True and s["lstm_baseline"] is True
     assert _settings("--dataset=brent_text", "--nounsegmented")["unsegmented"] is False
     assert _settings("--dataset=brent_text", "--cell=lstm")["lstm_baseline"] is False
+    # The Brent preset regularizes its language model (variational dropout on
+    # the inputs and the states); explicit flags win, and the datasets
+    # alone do not bring it.
+    brent = _settings("--preset=brent")
+    assert (brent["dropout"], brent["recurrent_dropout"], brent["max_epochs"]) == (0.2, 0.2, 20)
+    assert _settings("--preset=brent", "--dropout=0")["dropout"] == 0
+    assert (s["dropout"], s["recurrent_dropout"]) == (0, 0)
     # Unsegmented text: z^1 placed by the surprisal signal's rise read both
     # ways, its rate left to it.
     assert (s["boundary_placement"], s["segment_lengths"]) == ("bidirectional", ["none", "15"])
