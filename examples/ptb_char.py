@@ -56,10 +56,11 @@ Examples:
     # the training part lacks map to an unknown symbol; runs/quick_text_file_book_hmlstm):
     python examples/ptb_char.py --preset=quick --dataset=text_file --text_file=book.txt
     # Word discovery on Brent's phonemes (the files in --manual_dir), on
-    # your own lines (train,valid,test files, or one file cut by lines):
+    # your own lines (train,valid,test files, or one file cut by lines;
+    # up to 20 epochs, fewer when the validation figure stops improving):
     python examples/ptb_char.py --preset=brent --manual_dir=../shared/data/brent
     python examples/ptb_char.py --preset=quick --dataset=text_file \
-        --text_file=train.txt,valid.txt,test.txt --unsegmented
+        --text_file=train.txt,valid.txt,test.txt --unsegmented --max_epochs=20
     python examples/sample.py --model_dir=runs/quick_hmlstm/step_model
     # On JAX, every batch split over all local devices (GPUs, or here two
     # host CPU devices; --batch_size a multiple of their number):
