@@ -37,6 +37,9 @@ from absl import flags
 import numpy as np
 
 from hmkeras.analysis import word_discovery
+from hmkeras.data.text_file import read_text_file
+from hmkeras.data.utterances import Utterances
+from hmkeras.data.utterances import split_utterances
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "The training utterances (words separated by spaces).")
@@ -111,12 +114,12 @@ def tagger_inputs(lines, vocab, lookahead):
     """Padded ids (a start id, then the symbols) and 0/1 labels with their
     weights: the label of input step `i` is the cut after symbol
     `i - 1 - lookahead`, so the tagger has read `lookahead` symbols past it."""
-    width = max(len(unspaced_with_cuts(line)[0]) for line in lines) + 1
+    utterances = [unspaced_with_cuts(line) for line in lines]
+    width = max(len(symbols) for symbols, _ in utterances) + 1
     ids = np.zeros((len(lines), width), np.int32)
     labels = np.zeros((len(lines), width), np.float32)
     weights = np.zeros((len(lines), width), np.float32)
-    for row, line in enumerate(lines):
-        symbols, cuts = unspaced_with_cuts(line)
+    for row, (symbols, cuts) in enumerate(utterances):
         ids[row, : len(symbols) + 1] = [1] + [vocab.get(c, 2) for c in symbols]
         steps = np.arange(cuts.size) + 1 + lookahead
         labels[row, steps], weights[row, steps] = cuts, 1.0
@@ -224,22 +227,16 @@ def agreement(test, causal, segmented):
 
 
 def splits():
-    """`(train, valid, test)` lists of gold lines."""
+    """`(train, valid, test)` lists of gold lines (`Utterances.segmented`)."""
     if FLAGS.text_file:
-        from hmkeras.data.text_file import read_text_file
-        from hmkeras.data.utterances import Utterances
-        from hmkeras.data.utterances import split_utterances
-
         text = read_text_file(FLAGS.text_file, "text_file")
         return [list(part.segmented) for part in
                 split_utterances(Utterances.from_text(text, "text_file"))]
-    if not (FLAGS.train_file and FLAGS.valid_file and FLAGS.test_file):
+    names = ("train_file", "valid_file", "test_file")
+    if not all(FLAGS[name].value for name in names):
         raise app.UsageError("Give --train_file, --valid_file and --test_file, or --text_file.")
-    parts = []
-    for path in (FLAGS.train_file, FLAGS.valid_file, FLAGS.test_file):
-        with open(path, encoding="utf-8") as f:
-            parts.append([" ".join(line.split()) for line in f if line.strip()])
-    return parts
+    return [list(Utterances.from_text(read_text_file(FLAGS[name].value, name), name).segmented)
+            for name in names]
 
 
 def ceiling(train, valid, test, lookahead, min_count=3):
@@ -270,6 +267,9 @@ def report(name, entry):
 
 
 def main(_):
+    if not all(r.isdigit() for r in FLAGS.lookahead):
+        raise app.UsageError("--lookahead must list integers >= 0 (symbols after x_t). "
+                             f"Received: {','.join(FLAGS.lookahead)}.")
     train, valid, test = splits()
     results = {}
     for lookahead in (int(r) for r in FLAGS.lookahead):
@@ -280,7 +280,12 @@ def main(_):
         report(f"count table, look-ahead {lookahead}", results[f"table_{lookahead}"])
         if lookahead == 0 and FLAGS.segmented:
             with open(FLAGS.segmented, encoding="utf-8") as f:
-                results["segmented"] = agreement(test, cuts, f.read().splitlines())
+                segmented = f.read().splitlines()
+            try:  # the same lines, spelled the same, or a clear error
+                word_discovery.score_segmentation(test, segmented)
+            except ValueError as error:
+                raise app.UsageError(f"--segmented={FLAGS.segmented}: {error}") from None
+            results["segmented"] = agreement(test, cuts, segmented)
             print("the segmentation against the look-ahead-0 table:", results["segmented"])
         if FLAGS.tagger:
             threshold, f1_valid, scores = tagger_ceiling(train, valid, test, lookahead)

@@ -2,10 +2,16 @@
 constructed corpora whose word ends are decided by the symbol just read, or
 only by the next one."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
+from example_modules import ROOT
 from example_modules import load_script
 
 BENCH = load_script("bench", "causal_ceiling")
+SCRIPT = os.path.join(ROOT, "bench", "causal_ceiling.py")
 
 
 def test_cuts_and_counts_by_hand():
@@ -80,3 +86,26 @@ def test_the_tagger_learns_a_word_end_told_by_the_symbol_just_read():
     lines = [" ".join(rng.choice(words, size=rng.integers(2, 6))) for _ in range(300)]
     _, _, scores = BENCH.tagger_ceiling(lines[:200], lines[200:250], lines[250:], lookahead=0)
     assert scores.boundary.f1 > 0.95
+
+
+def _run(tmp_path, *flags):
+    files = {}
+    for name, text in (("train", "ab c\nd ef\n"), ("valid", "ab d\n"), ("test", "c ab\n")):
+        files[name] = tmp_path / f"{name}.txt"
+        files[name].write_text(text)
+    return subprocess.run(
+        [sys.executable, SCRIPT, f"--train_file={files['train']}",
+         f"--valid_file={files['valid']}", f"--test_file={files['test']}", *flags],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+def test_bad_flags_are_refused_in_one_line(tmp_path):
+    done = _run(tmp_path, "--lookahead=0,-1")
+    assert done.returncode != 0
+    assert "--lookahead must list integers >= 0" in done.stderr
+    other = tmp_path / "other.txt"
+    other.write_text("c ab\nc ab\n")  # two lines where the test split has one
+    done = _run(tmp_path, "--lookahead=0", f"--segmented={other}")
+    assert done.returncode != 0
+    assert f"--segmented={other}: `gold` and `predicted` must hold as many" in done.stderr
