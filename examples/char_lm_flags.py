@@ -38,7 +38,7 @@ PRESETS = {
     ),
     # Word discovery on the Brent corpus (the main job's model, more epochs
     # and variational dropout: the corpus is 85,000 symbols, and dropout
-    # lowers the validation bits per symbol of both of its variants).
+    # lowers the mean validation bits per symbol of both of its variants).
     "brent": dict(
         dataset="brent_phonemes", units=128, num_layers=3, embedding_dim=32,
         output_units=128, batch_size=32, seq_len=100, learning_rate=0.003,
