@@ -1,8 +1,9 @@
 r"""The train-step cost of each boundary placement of the char LM.
 
 The model of `examples/ptb_char.py` on its word-discovery preset
-(`--preset=brent`: 3 x 128 units, batch 32 x 100, unsegmented; any flag
-of the example applies, `--tiny` for a smoke run), built from the
+(`--preset=brent`: 3 x 256 units, batch 32 x 100, unsegmented; any flag
+of the example applies, `--units=128 --output_units=128` for the model of
+the figures, `--tiny` for a smoke run), built from the
 example's own flags for every `--boundary_placement` form
 (`none`, `entropy`, `surprisal`, `bidirectional`; each with the rest of
 the unsegmented defaults the example gives that form: with a placement,

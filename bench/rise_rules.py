@@ -10,7 +10,10 @@ words: the threshold `d` of each direction's rise as a fraction of its
 mean absolute change, whether a boundary must also be a local peak of
 the summed rise (no boundary beside a larger rise), and a threshold on
 the summed change set by the data alone (Otsu's, between the two classes
-of largest between-class variance). Without `--valid_file` and
+of largest between-class variance); and `d`'s fraction chosen without
+gold words, as the one of `GRID` whose segmentation of the validation
+utterances has the shortest description (Eq. 1 of
+`hmkeras.analysis.description_length`), applied to the test utterances. Without `--valid_file` and
 `--test_file` it reads the run's own splits of its `--text_file`.
 
     python examples/ptb_char.py --preset=brent --dataset=brent_text \
@@ -46,6 +49,9 @@ flags.mark_flags_as_required(["run_dir"])
 #: `d` as a fraction of each direction's mean absolute change (the
 #: placement's is 0.5: `hmkeras.cells.boundary_placement.RISE_FRACTION`).
 FRACTIONS = (0.5, 0.75, 1.0)
+#: The fractions among which the shortest description chooses.
+GRID = (0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0)
+SHORTEST = "d chosen by the shortest description"
 
 
 def local_peaks(summed):
@@ -86,26 +92,48 @@ def rule_cuts(unspaced, forward, backward):
     return out
 
 
-def score_rules(lm, vocab, utterances):
-    """`{rule: (boundary P, R, F1, token F1, rate)}` over `utterances`."""
+def grid_cuts(unspaced, forward, backward):
+    """`{fraction: per-utterance 0/1 cuts}`: the summed rise above 0 with
+    `d` each fraction of `GRID` of each direction's mean absolute change."""
+    from hmkeras.analysis.word_discovery import bidirectional_rises
+
+    return {fraction: [s > 0 for s in bidirectional_rises(
+        unspaced, forward, backward, rise_fraction=fraction)] for fraction in GRID}
+
+
+def segmented_lines(unspaced, cuts):
+    """The utterances with a space at each cut."""
     from hmkeras.analysis import word_discovery
+
+    return [word_discovery.segment_utterance(u, np.append(c, 1).astype(np.int8))
+            for u, c in zip(unspaced, cuts)]
+
+
+def scores_of(gold, lines):
+    """`(boundary P, R, F1, token F1, rate)` of `lines` against `gold`."""
+    from hmkeras.analysis import word_discovery
+
+    result = word_discovery.score_segmentation(gold, lines)
+    b = result.boundary
+    return (b.precision, b.recall, b.f1, result.token.f1, word_discovery.boundary_rate(lines))
+
+
+def score_rules(lm, vocab, utterances):
+    """`({rule: scores}, {fraction of GRID: lines})` over `utterances`:
+    every rule's `scores_of`, and the segmentation of each fraction."""
     from hmkeras.analysis import word_discovery_report as report
 
     ids = vocab.encode(utterances.text)
     forward = report.surprisal_signal(report.batch_one_pass(lm, ids)[1], ids)
     backward = report.backward_signal(lm, ids)
     unspaced = [line.replace(" ", "") for line in utterances.segmented]
-    rules = rule_cuts(unspaced, report.utterance_values(utterances, forward),
-                      report.reversed_utterance_values(utterances, backward))
-    scores = {}
-    for name, cuts in rules.items():
-        lines = [word_discovery.segment_utterance(u, np.append(c, 1).astype(np.int8))
-                 for u, c in zip(unspaced, cuts)]
-        result = word_discovery.score_segmentation(utterances.segmented, lines)
-        b = result.boundary
-        scores[name] = (b.precision, b.recall, b.f1, result.token.f1,
-                        word_discovery.boundary_rate(lines))
-    return scores
+    signals = (unspaced, report.utterance_values(utterances, forward),
+               report.reversed_utterance_values(utterances, backward))
+    scores = {name: scores_of(utterances.segmented, segmented_lines(unspaced, cuts))
+              for name, cuts in rule_cuts(*signals).items()}
+    grid = {fraction: segmented_lines(unspaced, cuts)
+            for fraction, cuts in grid_cuts(*signals).items()}
+    return scores, grid
 
 
 def split_texts(run_dir, valid_file, test_file):
@@ -138,17 +166,32 @@ def split_texts(run_dir, valid_file, test_file):
 
 
 def main(_):
+    from hmkeras.analysis.description_length import description_length
+    from hmkeras.analysis.description_length import shortest_description
     from hmkeras.data.utterances import Utterances
 
     lm, vocab = load_model(FLAGS.run_dir)
     texts = split_texts(FLAGS.run_dir, FLAGS.valid_file, FLAGS.test_file)
-    splits = {name: score_rules(lm, vocab, Utterances.from_text(text))
-              for name, text in texts.items()}
-    print(f"{'rule':38s}  validation P / R / F1 (token F1) rate    test P / R / F1 (token F1) rate")
+    utterances = {name: Utterances.from_text(text) for name, text in texts.items()}
+    splits, grids = {}, {}
+    for name, u in utterances.items():
+        splits[name], grids[name] = score_rules(lm, vocab, u)
+    print("fraction  validation bits of Eq. (1), boundary F1 / rate    test F1 / rate")
+    for fraction in GRID:
+        valid, test = grids["validation"][fraction], grids["test"][fraction]
+        print(f"{fraction:8.3f}  {description_length(valid):12.0f} "
+              "{2:.3f} / {4:.3f}".format(*scores_of(utterances["validation"].segmented, valid))
+              + "              {2:.3f} / {4:.3f}".format(
+                  *scores_of(utterances["test"].segmented, test)))
+    chosen = shortest_description(grids["validation"])
+    for name in splits:
+        splits[name][f"{SHORTEST} ({chosen})"] = scores_of(
+            utterances[name].segmented, grids[name][chosen])
+    print(f"{'rule':46s}  validation P / R / F1 (token F1) rate    test P / R / F1 (token F1) rate")
     for name in splits["validation"]:
         row = "   ".join("{:.3f} / {:.3f} / {:.3f} ({:.3f}) {:.3f}".format(*splits[split][name])
                          for split in ("validation", "test"))
-        print(f"{name:38s}  {row}")
+        print(f"{name:46s}  {row}")
     print(json.dumps(splits))
 
 

@@ -36,7 +36,8 @@ an LSTM's predictive entropy) go to `test_segmented.txt`, and
 of the model beside the random, transitional-probability and (with
 `--lstm_baseline`, the default) same-size LSTM baselines on the same lines
 (`hmkeras.analysis.word_discovery_report`); the LSTM is a run of its own in
-`lstm_baseline/`.
+`lstm_baseline/`, and a finished run made with `--nolstm_baseline` gets it
+when the same command is run again without that flag.
 
 Examples:
 
@@ -140,7 +141,7 @@ def run(s):
     changed = char_lm_flags.prepare_output_dir(s, kind="char_lm")
     finished = finished_results(s)
     if finished is not None:
-        return finished
+        return with_missing_baseline(s, finished)
     roots = [s["output_dir"]]
     if s["dataset"] not in ("synthetic", "text_file"):
         roots.append(s["data_dir"] or _tfds_default_data_dir())
@@ -269,15 +270,45 @@ def discover_words(s, lm, vocab, utterances, boundaries):
         zip(utterances["test"].segmented[:EXAMPLE_LINES],
             segmentations[found["primary"]])]
     if s["lstm_baseline"]:
-        lstm = run(Settings(s, cell="lstm", lstm_baseline=False, output_dir=os.path.join(
-            s["output_dir"], "lstm_baseline"), **char_lm_flags.without_hierarchy(FLAGS)))
-        if lstm is None:  # interrupted by --max_steps: rerun to finish
-            return found
-        found["lstm"] = dict(lstm["word_discovery"]["entropy"], test_bpc=lstm["test_bpc"],
-                             parameters=lstm["parameters"])
-        if "surprisal" in lstm["word_discovery"]:  # not in a run finished before it was
-            found["lstm_surprisal"] = lstm["word_discovery"]["surprisal"]
+        found.update(lstm_baseline(s))
     return found
+
+
+def lstm_baseline(s):
+    """`{"lstm": ..., "lstm_surprisal": ...}`: the words and test bits of the
+    same-size LSTM trained on the same text (its own run in
+    <output_dir>/lstm_baseline, resumed like any run); empty when --max_steps
+    interrupts it (rerun to finish)."""
+    lstm = run(Settings(s, cell="lstm", lstm_baseline=False, output_dir=os.path.join(
+        s["output_dir"], "lstm_baseline"), **char_lm_flags.without_hierarchy(FLAGS)))
+    if lstm is None:
+        return {}
+    found = {"lstm": dict(lstm["word_discovery"]["entropy"], test_bpc=lstm["test_bpc"],
+                          parameters=lstm["parameters"])}
+    if "surprisal" in lstm["word_discovery"]:  # not in a run finished before it was
+        found["lstm_surprisal"] = lstm["word_discovery"]["surprisal"]
+    return found
+
+
+def with_missing_baseline(s, results):
+    """A finished --unsegmented run's results with the LSTM baseline added
+    when the flags ask for it and the run was made without it
+    (--nolstm_baseline): the baseline is trained (or its run in
+    <output_dir>/lstm_baseline resumed) and results.json rewritten with it."""
+    from hmkeras.analysis.char_lm_report import summary_lines
+    from hmkeras.training import run_directory
+
+    found = results.get("word_discovery")
+    if not (s["lstm_baseline"] and found is not None and "lstm" not in found):
+        return results
+    print("The run was made without its LSTM baseline (--nolstm_baseline): training it.")
+    baseline = lstm_baseline(s)
+    if not baseline:
+        return results
+    results = dict(results, word_discovery=dict(found, **baseline))
+    run_directory.write_results(s["output_dir"], results)
+    print("\n".join(summary_lines(results)))
+    return results
 
 
 def run_from_flags():

@@ -18,6 +18,8 @@
 * `word_discovery`: unsupervised word segmentation scored in the field's
   conventions (boundary, token and lexicon precision / recall / F1) and
   its baselines (random, transitional probability, entropy and surprisal rises);
+  `description_length`: the two-part code length of a segmentation, which
+  compares segmentations without gold words;
   `word_discovery_report`: the words a character LM finds in unsegmented
   utterances, scored beside those baselines.
 """

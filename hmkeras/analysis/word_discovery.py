@@ -250,8 +250,19 @@ def _unsegmented_list(utterances, name):
     return utterances
 
 
-def _segmented_words(utterances, name):
-    """Words of every segmented utterance of a non-empty sequence."""
+def segmented_words(utterances, name="utterances"):
+    """The checked utterances and the words of each, from a non-empty
+    sequence of utterances whose words are separated by single spaces.
+
+    Raises:
+        ValueError: naming `name` (an argument of the caller) for anything
+            else.
+
+    Examples:
+
+        >>> segmented_words(["yu want", "bUk"])
+        (['yu want', 'bUk'], [['yu', 'want'], ['bUk']])
+    """
     utterances = _utterance_list(utterances, name)
     if not utterances:
         raise ValueError(f"`{name}` must hold at least one utterance. "
@@ -294,8 +305,8 @@ def score_segmentation(gold, predicted):
         >>> score_segmentation(gold, gold).as_dict()["token"]["f1"]
         1.0
     """
-    gold, gold_words = _segmented_words(gold, "gold")
-    predicted, predicted_words = _segmented_words(predicted, "predicted")
+    gold, gold_words = segmented_words(gold, "gold")
+    predicted, predicted_words = segmented_words(predicted, "predicted")
     if len(gold) != len(predicted):
         raise ValueError(
             "`gold` and `predicted` must hold as many utterances. Received "
@@ -353,7 +364,7 @@ def boundary_rate(segmented_utterances):
         >>> boundary_rate(["ab c", "de"])  # a|b, b|c, d|e: one boundary of 3
         0.3333333333333333
     """
-    _, all_words = _segmented_words(segmented_utterances, "segmented_utterances")
+    _, all_words = segmented_words(segmented_utterances, "segmented_utterances")
     boundaries = sum(len(words) - 1 for words in all_words)
     positions = sum(len("".join(words)) - 1 for words in all_words)
     if positions == 0:

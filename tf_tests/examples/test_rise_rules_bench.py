@@ -1,6 +1,7 @@
 """`bench/rise_rules.py`: its rule at the placement's fraction is the
 library's bidirectional segmentation, its peaks and Otsu's threshold by
-hand, and every rule scored on real utterances of a tiny model."""
+hand, and every rule scored on real utterances of a tiny model, with the
+segmentations among which the shortest description chooses."""
 
 import numpy as np
 from example_modules import load_script
@@ -40,6 +41,13 @@ def test_every_rule_is_scored_on_a_tiny_model():
     vocab = CharVocabulary.from_text(utterances.text)
     lm = CharLanguageModel(vocab_size=len(vocab), units=8, num_layers=3, embedding_dim=4,
                            output_units=8, seed=0, boundary_placement="bidirectional")
-    scores = BENCH.score_rules(lm, vocab, utterances)
+    scores, grid = BENCH.score_rules(lm, vocab, utterances)
     assert len(scores) == 2 * len(BENCH.FRACTIONS) + 1
     assert all(0.0 <= value <= 1.0 for row in scores.values() for value in row)
+    # Each fraction's lines spell the utterances; a larger d never cuts more.
+    assert sorted(grid) == sorted(BENCH.GRID)
+    for lines in grid.values():
+        assert [line.replace(" ", "") for line in lines] == [
+            line.replace(" ", "") for line in utterances.segmented]
+    cuts = [sum(line.count(" ") for line in grid[f]) for f in BENCH.GRID]
+    assert cuts == sorted(cuts, reverse=True)

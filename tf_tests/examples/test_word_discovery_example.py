@@ -38,9 +38,18 @@ def _files(tmp_path, contents=None):
 def test_unsegmented_text_file_end_to_end(tmp_path, capsys):
     out = str(tmp_path / "run")
     files = _files(tmp_path)
-    results = run_ptb_char("--preset=quick", "--tiny", "--dataset=text_file",
-                           f"--text_file={files}", "--unsegmented", f"--output_dir={out}",
-                           "--verbose=0")
+    command = ("--preset=quick", "--tiny", "--dataset=text_file", f"--text_file={files}",
+               "--unsegmented", f"--output_dir={out}", "--verbose=0")
+    # Made without its baseline, the finished run gets it when the command is
+    # run again without --nolstm_baseline; the hierarchy's results stay.
+    alone = run_ptb_char(*command, "--nolstm_baseline")
+    assert "lstm" not in alone["word_discovery"]
+    assert not os.path.exists(os.path.join(out, "lstm_baseline"))
+    capsys.readouterr()  # the first run's summary
+    results = run_ptb_char(*command)
+    assert {k: v for k, v in results["word_discovery"].items()
+            if not k.startswith("lstm")} == alone["word_discovery"]
+    assert results["test_bpc"] == alone["test_bpc"]
     # The model's vocabulary has no space: it never read one.
     vocab = json.load(open(os.path.join(out, "vocabulary.json")))
     assert " " not in vocab["symbols"] and "\n" in vocab["symbols"]
@@ -65,7 +74,8 @@ def test_unsegmented_text_file_end_to_end(tmp_path, capsys):
     saved = json.load(open(os.path.join(out, "results.json")))
     assert saved["word_discovery"] == json.loads(json.dumps(w))
     assert saved["boundary_scores"] is None  # no spaces to score against
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().out  # the second run's: the saved results and the baseline
+    assert "made without its LSTM baseline (--nolstm_baseline): training it" in printed
     assert "word discovery, 40 test utterances (gold boundary rate" in printed
     assert "z^1 (this model)" in printed and "transition probability" in printed
     assert "surprisal rises (this model)" in printed and "LSTM surprisal rises" in printed
@@ -112,12 +122,14 @@ def test_unsegmented_flags():
     assert s["unsegmented"] is True and s["lstm_baseline"] is True
     assert _settings("--dataset=brent_text", "--nounsegmented")["unsegmented"] is False
     assert _settings("--dataset=brent_text", "--cell=lstm")["lstm_baseline"] is False
-    # The Brent preset regularizes its language model (variational dropout on
-    # the inputs and the states); explicit flags win, and the datasets
-    # alone do not bring it.
+    # The Brent preset: 3 x 256, regularized (variational dropout on the
+    # inputs and the states); explicit flags win, and the datasets alone
+    # do not bring it.
     brent = _settings("--preset=brent")
     assert (brent["dropout"], brent["recurrent_dropout"], brent["max_epochs"]) == (0.2, 0.2, 20)
+    assert (brent["units"], brent["output_units"], brent["num_layers"]) == (256, 256, 3)
     assert _settings("--preset=brent", "--dropout=0")["dropout"] == 0
+    assert _settings("--preset=brent", "--units=128")["units"] == 128
     assert (s["dropout"], s["recurrent_dropout"]) == (0, 0)
     # Unsegmented text: z^1 placed by the surprisal signal's rise read both
     # ways, its rate left to it.
