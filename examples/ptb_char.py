@@ -301,7 +301,7 @@ def with_missing_baseline(s, results):
     found = results.get("word_discovery")
     if not (s["lstm_baseline"] and found is not None and "lstm" not in found):
         return results
-    print("The run was made without its LSTM baseline (--nolstm_baseline): training it.")
+    print("The run was made without its LSTM baseline (--nolstm_baseline): adding it.")
     baseline = lstm_baseline(s)
     if not baseline:
         return results

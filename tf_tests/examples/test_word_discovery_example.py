@@ -75,7 +75,7 @@ def test_unsegmented_text_file_end_to_end(tmp_path, capsys):
     assert saved["word_discovery"] == json.loads(json.dumps(w))
     assert saved["boundary_scores"] is None  # no spaces to score against
     printed = capsys.readouterr().out  # the second run's: the saved results and the baseline
-    assert "made without its LSTM baseline (--nolstm_baseline): training it" in printed
+    assert "made without its LSTM baseline (--nolstm_baseline): adding it" in printed
     assert "word discovery, 40 test utterances (gold boundary rate" in printed
     assert "z^1 (this model)" in printed and "transition probability" in printed
     assert "surprisal rises (this model)" in printed and "LSTM surprisal rises" in printed
