@@ -37,6 +37,14 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from hmkeras.analysis import word_discovery
+from hmkeras.analysis import word_discovery_report as report
+from hmkeras.analysis.description_length import description_length
+from hmkeras.analysis.description_length import shortest_description
+from hmkeras.analysis.word_discovery import bidirectional_rises
+from hmkeras.data.text_file import read_text_file
+from hmkeras.data.utterances import Utterances
+from hmkeras.data.utterances import split_utterances
 from trained_run import load_model
 
 FLAGS = flags.FLAGS
@@ -77,8 +85,6 @@ def rule_cuts(unspaced, forward, backward):
     """`{rule: per-utterance 0/1 cuts}`: the summed rise above 0 for each
     fraction of `FRACTIONS`, with and without the peak condition, and the
     summed change (no `d`) above Otsu's threshold over all cuts."""
-    from hmkeras.analysis.word_discovery import bidirectional_rises
-
     out = {}
     for fraction in FRACTIONS:
         summed = bidirectional_rises(unspaced, forward, backward, rise_fraction=fraction)
@@ -95,24 +101,18 @@ def rule_cuts(unspaced, forward, backward):
 def grid_cuts(unspaced, forward, backward):
     """`{fraction: per-utterance 0/1 cuts}`: the summed rise above 0 with
     `d` each fraction of `GRID` of each direction's mean absolute change."""
-    from hmkeras.analysis.word_discovery import bidirectional_rises
-
     return {fraction: [s > 0 for s in bidirectional_rises(
         unspaced, forward, backward, rise_fraction=fraction)] for fraction in GRID}
 
 
 def segmented_lines(unspaced, cuts):
     """The utterances with a space at each cut."""
-    from hmkeras.analysis import word_discovery
-
     return [word_discovery.segment_utterance(u, np.append(c, 1).astype(np.int8))
             for u, c in zip(unspaced, cuts)]
 
 
 def scores_of(gold, lines):
     """`(boundary P, R, F1, token F1, rate)` of `lines` against `gold`."""
-    from hmkeras.analysis import word_discovery
-
     result = word_discovery.score_segmentation(gold, lines)
     b = result.boundary
     return (b.precision, b.recall, b.f1, result.token.f1, word_discovery.boundary_rate(lines))
@@ -121,8 +121,6 @@ def scores_of(gold, lines):
 def score_rules(lm, vocab, utterances):
     """`({rule: scores}, {fraction of GRID: lines})` over `utterances`:
     every rule's `scores_of`, and the segmentation of each fraction."""
-    from hmkeras.analysis import word_discovery_report as report
-
     ids = vocab.encode(utterances.text)
     forward = report.surprisal_signal(report.batch_one_pass(lm, ids)[1], ids)
     backward = report.backward_signal(lm, ids)
@@ -147,10 +145,6 @@ def split_texts(run_dir, valid_file, test_file):
         return texts
     if valid_file or test_file:
         raise app.UsageError("Give both --valid_file and --test_file, or neither.")
-    from hmkeras.data.text_file import read_text_file
-    from hmkeras.data.utterances import Utterances
-    from hmkeras.data.utterances import split_utterances
-
     with open(os.path.join(run_dir, "settings.json")) as f:
         s = json.load(f)
     if s.get("dataset") != "text_file" or "," in s["text_file"] or not s.get("unsegmented"):
@@ -166,10 +160,6 @@ def split_texts(run_dir, valid_file, test_file):
 
 
 def main(_):
-    from hmkeras.analysis.description_length import description_length
-    from hmkeras.analysis.description_length import shortest_description
-    from hmkeras.data.utterances import Utterances
-
     lm, vocab = load_model(FLAGS.run_dir)
     texts = split_texts(FLAGS.run_dir, FLAGS.valid_file, FLAGS.test_file)
     utterances = {name: Utterances.from_text(text) for name, text in texts.items()}
