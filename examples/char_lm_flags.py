@@ -82,6 +82,8 @@ CELLS = ("hmlstm", "hmrnn", "lstm", "mlstm")
 PLACEMENTS = ("entropy", "rise", "surprisal", "bidirectional", "none")
 # hmkeras.cells.boundary_placement.RISE_FORMS: they set the rate of z^1.
 RISE_PLACEMENTS = ("rise", "surprisal", "bidirectional")
+# hmkeras.cells.boundary_placement.RISE_FRACTION: their threshold's default.
+RISE_FRACTION = 0.5
 OUTPUTS = ("gated", "simple", "none")
 BOUNDARY_MODES = ("step", "sample", "soft")
 BOUNDARY_GRADIENTS = ("hard_sigmoid", "sigmoid")
@@ -180,6 +182,11 @@ flags.DEFINE_bool("placement_upper_layers", False, "Place z^2 .. too (Eq. 1 of "
                   "hmkeras.cells.boundary_placement for each layer above the bottom one; "
                   "the default of --unsegmented runs); without it z^1 is placed and the "
                   "layers above are left to the prior and the language model.")
+flags.DEFINE_float("rise_fraction", RISE_FRACTION, "The threshold d of a rise placement "
+                   "(--boundary_placement=rise, surprisal or bidirectional) as a fraction "
+                   "of the signal's mean absolute change (hmkeras.BoundaryPlacement's "
+                   "rise_fraction): larger, fewer and surer boundaries of z^1.",
+                   lower_bound=0)
 flags.DEFINE_integer("monitor_interval", 100, "BoundaryMonitor: check the z rates "
                      "every N steps.", lower_bound=1)
 flags.DEFINE_bool("stop_on_collapse", False, "BoundaryMonitor: stop when a boundary "
@@ -362,6 +369,17 @@ def _check_placement_flag(settings, flag_values):
     settings["boundary_placement"] = "none"
 
 
+def _check_rise_fraction_flag(settings, flag_values):
+    """--rise_fraction sets the threshold of a rise placement: refused,
+    given, where the run has none."""
+    placement = settings["boundary_placement"]
+    if flag_values["rise_fraction"].present and placement not in RISE_PLACEMENTS:
+        raise FlagError(
+            f"--rise_fraction is the threshold of a rise placement: it needs "
+            f"--boundary_placement={' or '.join(RISE_PLACEMENTS)}. Received: "
+            f"--boundary_placement={placement} --rise_fraction={settings['rise_fraction']!r}")
+
+
 def _check_upper_layers_flag(settings):
     """--placement_upper_layers extends a placement: refused where the run
     has none (--boundary_placement=none, or --boundary_prior=none)."""
@@ -391,7 +409,7 @@ HIERARCHICAL_ONLY_FLAGS = (
     "layer_norm", "copy_last", "no_top_down", "top_down", "boundary_mode",
     "boundary_gradient", "boundary_input", "boundary_bias", "boundary_prior",
     "segment_lengths", "boundary_placement", "placement_upper_layers", "stop_on_collapse",
-    "nested_boundaries",
+    "nested_boundaries", "rise_fraction",
 )
 
 
@@ -446,6 +464,7 @@ def resolve_settings(flag_values):
     boundary_prior_flags.check_flags(settings, flag_values, ("hmlstm", "hmrnn"))
     _check_placement_flag(settings, flag_values)
     _unsegmented_boundary_defaults(settings, flag_values)
+    _check_rise_fraction_flag(settings, flag_values)
     _check_upper_layers_flag(settings)
     if settings["cell"] in ("hmlstm", "hmrnn"):
         _nesting_default(settings, flag_values)
@@ -493,7 +512,7 @@ MODEL_FLAGS = (
     "cell", "units", "num_layers", "embedding_dim", "output", "output_units",
     "boundary_mode", "slope", "boundary_gradient", "boundary_input", "layer_norm", "top_down",
     "copy_last", "boundary_bias", "nested_boundaries", "boundary_prior", "segment_lengths", "boundary_placement",
-    "placement_upper_layers", "weight_norm", "dropout", "recurrent_dropout",
+    "placement_upper_layers", "rise_fraction", "weight_norm", "dropout", "recurrent_dropout",
     "multiplicative_units", "l2", "batch_size", "seq_len",
 )
 # Not compared: they only choose values of the flags above (--preset, --tiny,
@@ -543,7 +562,8 @@ def model_config(s, vocab_size):
         output=s["output"], output_units=s["output_units"],
         cell_options=cell_options(s), **boundary_prior_flags.prior_arguments(s),
         boundary_placement=None if s["boundary_placement"] == "none" else s["boundary_placement"],
-        placement_upper_layers=s["placement_upper_layers"], l2=s["l2"], seed=s["seed"],
+        placement_upper_layers=s["placement_upper_layers"],
+        rise_fraction=s.get("rise_fraction", 0.5), l2=s["l2"], seed=s["seed"],
     )
 
 
@@ -586,9 +606,10 @@ def prepare_output_dir(s, kind):
         s, kind, MODEL_FLAGS, data_flags=DATA_FLAGS, ignored=UNCOMPARED_FLAGS,
         defaults={**{name: FLAGS[name].default for name in FLAGS},
                   # A run made before the flag existed trained without it
-                  # (before --nested_boundaries, with every layer placed).
+                  # (before --nested_boundaries, with every layer placed;
+                  # before --rise_fraction, at half the mean change).
                   "boundary_placement": "none", "nested_boundaries": False,
-                  "placement_upper_layers": True})
+                  "placement_upper_layers": True, "rise_fraction": 0.5})
 
 
 def check_model_config(s, config):

@@ -140,7 +140,8 @@ FORMS = ("entropy", "rise", "surprisal", "bidirectional")
 RISE_FORMS = ("rise", "surprisal", "bidirectional")
 # The forms that read the symbol after each step (Eq. 3, 4).
 LOOKAHEAD_FORMS = ("surprisal", "bidirectional")
-# Eq. (2): `d` is this fraction of the mean absolute change of the signal.
+# Eq. (2): `d` is by default this fraction of the mean absolute change of
+# the signal (`BoundaryPlacement(rise_fraction=...)`).
 RISE_FRACTION = 0.5
 
 
@@ -277,6 +278,11 @@ class BoundaryPlacement:
         upper_layers: Place the layers above the bottom one too (default);
             False places `z^1` only and leaves `z^2 ..` to the prior and
             the language-modelling loss.
+        rise_fraction: Finite `d` >= 0 of the rise forms (Eq. 2-4) as a
+            fraction of the signal's mean absolute change (of each
+            direction's, Eq. 4); default `RISE_FRACTION`. A larger
+            fraction asks a larger rise: fewer, surer boundaries. Ignored
+            by the form `"entropy"`.
 
     Call arguments:
         boundaries: The `(batch, time, layers)` boundaries `z^1 ..
@@ -299,13 +305,16 @@ class BoundaryPlacement:
     Examples:
 
         >>> BoundaryPlacement(weight=2.0).get_config()
-        {'weight': 2.0, 'form': 'entropy', 'upper_layers': True}
+        {'weight': 2.0, 'form': 'entropy', 'upper_layers': True, 'rise_fraction': 0.5}
     """
 
-    def __init__(self, weight=1.0, form="entropy", upper_layers=True):
+    def __init__(self, weight=1.0, form="entropy", upper_layers=True,
+                 rise_fraction=RISE_FRACTION):
         self.weight = argument_checks.check_float("weight", weight, minimum=0)
         self.form = argument_checks.check_choice("form", form, FORMS)
         self.upper_layers = argument_checks.check_bool("upper_layers", upper_layers)
+        self.rise_fraction = argument_checks.check_float(
+            "rise_fraction", rise_fraction, minimum=0)
 
     def __call__(self, boundaries, logits, mask=None, tokens=None, backward_logits=None):
         boundaries = ops.convert_to_tensor(boundaries)
@@ -339,9 +348,9 @@ class BoundaryPlacement:
         steps = ops.maximum(steps, 1.0)
         margin = entropy - total / steps  # H_t - m^l
         if self.form in RISE_FORMS:  # Eq. (2): H_t - H_{t-1} - d (v_t - v_{t-1} - d) for z^1
-            rise = change - RISE_FRACTION * spread[0] / steps[0]
+            rise = change - self.rise_fraction * spread[0] / steps[0]
             if self.form == "bidirectional":  # Eq. (4): r_t + r'_{T-2-t}
-                typical = RISE_FRACTION * spread[2] / ops.maximum(spread[1], 1.0)
+                typical = self.rise_fraction * spread[2] / ops.maximum(spread[1], 1.0)
                 rise = rise + reached * (backward - typical)
             margin = ops.concatenate([rise, margin[..., 1:]], axis=-1)
         target = ops.cast(margin > 0.0, dtype)
@@ -380,7 +389,8 @@ class BoundaryPlacement:
         return change, ops.concatenate([deciding, active[..., 1:]], axis=-1)
 
     def get_config(self):
-        return {"weight": self.weight, "form": self.form, "upper_layers": self.upper_layers}
+        return {"weight": self.weight, "form": self.form, "upper_layers": self.upper_layers,
+                "rise_fraction": self.rise_fraction}
 
     @classmethod
     def from_config(cls, config):
@@ -406,6 +416,8 @@ class BoundaryPlacementLoss(keras.layers.Layer):
             marks; the last two need the tokens, the last also a backward
             language model's logits).
         upper_layers: As in `BoundaryPlacement`: False places `z^1` only.
+        rise_fraction: As in `BoundaryPlacement`: the rise forms' `d` as a
+            fraction of the signal's mean absolute change.
         **kwargs: Keras layer arguments (`name`, ...).
 
     Call arguments:
@@ -437,10 +449,11 @@ class BoundaryPlacementLoss(keras.layers.Layer):
     """
 
     def __init__(self, boundary_layers=2, weight=1.0, form="entropy", upper_layers=True,
-                 **kwargs):
+                 rise_fraction=RISE_FRACTION, **kwargs):
         super().__init__(**kwargs)
         self.boundary_layers = argument_checks.check_int("boundary_layers", boundary_layers, minimum=1)
-        self.placement = BoundaryPlacement(weight=weight, form=form, upper_layers=upper_layers)
+        self.placement = BoundaryPlacement(weight=weight, form=form, upper_layers=upper_layers,
+                                           rise_fraction=rise_fraction)
 
     def call(self, inputs, training=False):
         outputs, logits, *extra = inputs
@@ -458,4 +471,5 @@ class BoundaryPlacementLoss(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "boundary_layers": self.boundary_layers,
                 "weight": self.placement.weight, "form": self.placement.form,
-                "upper_layers": self.placement.upper_layers}
+                "upper_layers": self.placement.upper_layers,
+                "rise_fraction": self.placement.rise_fraction}

@@ -67,6 +67,7 @@ from hmkeras.cells.sequence_rnn import RNN
 from hmkeras import argument_checks
 from hmkeras.cells.boundary_placement import FORMS as PLACEMENT_FORMS
 from hmkeras.cells.boundary_placement import BoundaryPlacement
+from hmkeras.cells.boundary_placement import RISE_FRACTION
 from hmkeras.cells.boundary_prior import check_prior_fields
 from hmkeras.cells.boundary_prior import prior_for
 from hmkeras.cells.hm_lstm import HMLSTM
@@ -182,6 +183,13 @@ class CharLanguageModelConfig(JsonConfig):
             `z^2 ..` to the prior and the language model
             (`BoundaryPlacement(upper_layers=False)`). A JSON
             configuration without the field reads back as True.
+        rise_fraction: The threshold `d` of the rise placements
+            (`"rise"`, `"surprisal"`, `"bidirectional"`) as a fraction of
+            the signal's mean absolute change
+            (`BoundaryPlacement(rise_fraction=...)`, Eq. 2-4); default
+            `hmkeras.cells.boundary_placement.RISE_FRACTION`. A JSON
+            configuration without the field reads back as 0.5, the
+            threshold before the field.
         l2: L2 weight penalty on every kernel (0 for none).
         seed: Seed of the initial weights and the cells' dropout masks
             (None: random); the program's random state is left alone
@@ -217,6 +225,7 @@ class CharLanguageModelConfig(JsonConfig):
     segment_lengths: list = None
     boundary_placement: str = "entropy"
     placement_upper_layers: bool = True
+    rise_fraction: float = RISE_FRACTION
     l2: float = 0.0
     seed: int = None
     sequence_layer: bool = True
@@ -224,9 +233,12 @@ class CharLanguageModelConfig(JsonConfig):
     @classmethod
     def from_json(cls, text):
         """The configuration of `text`; a text without `boundary_placement`
-        gets None (the prior alone), not the field's default."""
+        gets None (the prior alone), one without `rise_fraction` 0.5 (the
+        threshold of the models made before the field), not the fields'
+        defaults."""
         fields = json.loads(text)
         fields.setdefault("boundary_placement", None)
+        fields.setdefault("rise_fraction", 0.5)
         return cls(**fields)
 
     def __post_init__(self):
@@ -241,6 +253,8 @@ class CharLanguageModelConfig(JsonConfig):
                 "boundary_placement", self.boundary_placement, PLACEMENT_FORMS)
         self.placement_upper_layers = argument_checks.check_bool(
             "placement_upper_layers", self.placement_upper_layers)
+        self.rise_fraction = argument_checks.check_float(
+            "rise_fraction", self.rise_fraction, minimum=0)
 
 
 def recurrent_layer(cell_class, layer_class, *args, sequence_layer=True,
@@ -307,7 +321,8 @@ class CharLanguageModel:
         # Beside the prior (never without it): where the boundaries go.
         if self.boundary_prior is not None and config.boundary_placement is not None:
             self.boundary_placement = BoundaryPlacement(
-                form=config.boundary_placement, upper_layers=config.placement_upper_layers)
+                form=config.boundary_placement, upper_layers=config.placement_upper_layers,
+                rise_fraction=config.rise_fraction)
         with seeded_initializers(config.seed):
             self.network = self._build()
 

@@ -63,11 +63,11 @@ def reference_placement(z, logits, weight=1.0, mask=None):
     return weight * total
 
 
-def reference_rise_term(z, signal, steps):
+def reference_rise_term(z, signal, steps, fraction=0.5):
     """Eq. (2)'s term of z^1 over the deciding `steps` `(b, t)`: the rise
-    of `signal[b, t]` over `signal[b, t - 1]` beyond half its mean absolute
-    change, step by step."""
-    d = 0.5 * np.mean([abs(signal[b, t] - signal[b, t - 1]) for b, t in steps])
+    of `signal[b, t]` over `signal[b, t - 1]` beyond `fraction` (half) of
+    its mean absolute change, step by step."""
+    d = fraction * np.mean([abs(signal[b, t] - signal[b, t - 1]) for b, t in steps])
     total = 0.0
     for b, t in steps:
         rise = signal[b, t] - signal[b, t - 1] - d
@@ -83,12 +83,12 @@ def reference_upper_layers(z, logits, mask=None):
             - reference_placement(z[..., :1], logits, mask=mask))
 
 
-def reference_rise_placement(z, logits, weight=1.0):
-    """Eq. (2): z^1 against the rise of the entropy beyond half its mean
-    absolute change (every step but the first decides), the layers above as
-    in Eq. (1)."""
+def reference_rise_placement(z, logits, weight=1.0, fraction=0.5):
+    """Eq. (2): z^1 against the rise of the entropy beyond `fraction` of its
+    mean absolute change (every step but the first decides), the layers
+    above as in Eq. (1)."""
     steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1])]
-    return weight * (reference_rise_term(z, reference_entropy(logits), steps)
+    return weight * (reference_rise_term(z, reference_entropy(logits), steps, fraction)
                      + reference_upper_layers(z, logits))
 
 
@@ -107,18 +107,19 @@ def reference_surprisal_signal(logits, tokens):
     return v
 
 
-def reference_surprisal_placement(z, logits, tokens, weight=1.0, mask=None):
+def reference_surprisal_placement(z, logits, tokens, weight=1.0, mask=None, fraction=0.5):
     """Eq. (2) on v of Eq. (3): z^1 decides at steps 1 .. T-2 whose step
     and next step are unmasked; the layers above as in Eq. (1)."""
     kept = np.ones(z.shape[:2]) if mask is None else mask
     steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1] - 1)
              if kept[b, t] and kept[b, t + 1]]
-    return weight * (reference_rise_term(z, reference_surprisal_signal(logits, tokens), steps)
+    return weight * (reference_rise_term(z, reference_surprisal_signal(logits, tokens), steps,
+                                         fraction)
                      + reference_upper_layers(z, logits, mask))
 
 
-def reference_backward_rise(backward_logits, tokens):
-    """Eq. (4)'s backward rise beyond half its mean absolute change, in
+def reference_backward_rise(backward_logits, tokens, fraction=0.5):
+    """Eq. (4)'s backward rise beyond `fraction` of its mean absolute change, in
     forward time: `rise[b, t]` for the cut between tokens[b, t] and
     tokens[b, t + 1], t = 0 .. T-3 (the backward model read tokens[b, T-1]
     first); NaN where the backward model gives none."""
@@ -131,21 +132,22 @@ def reference_backward_rise(backward_logits, tokens):
             # v'_j - v'_{j-1}: between reversed j and j + 1, i.e. after
             # forward token T-2-j
             change[b, time - 2 - j] = v[b, j] - v[b, j - 1]
-    d = 0.5 * np.mean([abs(c) for c in change.values()])
+    d = fraction * np.mean([abs(c) for c in change.values()])
     rise = np.full((batch, time), np.nan)
     for (b, t), c in change.items():
         rise[b, t] = c - d
     return rise
 
 
-def reference_bidirectional_placement(z, logits, backward_logits, tokens, weight=1.0):
+def reference_bidirectional_placement(z, logits, backward_logits, tokens, weight=1.0,
+                                      fraction=0.5):
     """Eq. (4): z^1 at steps 1 .. T-2 against the sign of the forward rise
     of Eq. (3) plus the backward rise where there is one, weighted by the
     sum's size; the layers above as in Eq. (1)."""
     v = reference_surprisal_signal(logits, tokens)
-    backward = reference_backward_rise(backward_logits, tokens)
+    backward = reference_backward_rise(backward_logits, tokens, fraction)
     steps = [(b, t) for b in range(z.shape[0]) for t in range(1, z.shape[1] - 1)]
-    d = 0.5 * np.mean([abs(v[b, t] - v[b, t - 1]) for b, t in steps])
+    d = fraction * np.mean([abs(v[b, t] - v[b, t - 1]) for b, t in steps])
     total = 0.0
     for b, t in steps:
         margin = v[b, t] - v[b, t - 1] - d
@@ -355,6 +357,9 @@ def test_loss_layer_adds_the_placement_while_training_only(tmp_path):
                                backend_support.to_numpy(model(x)), atol=1e-6)
     with pytest.raises(ValueError, match="boundary_layers"):
         hmkeras.BoundaryPlacementLoss(boundary_layers=0)
+    rise = hmkeras.BoundaryPlacementLoss(form="rise", rise_fraction=0.75)
+    again = hmkeras.BoundaryPlacementLoss.from_config(rise.get_config())
+    assert (again.placement.form, again.placement.rise_fraction) == ("rise", 0.75)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -524,6 +529,36 @@ def test_bidirectional_form_matches_the_reference(seed):
     # The backward predictions move the targets: the surprisal form's value differs.
     surprisal = float(BoundaryPlacement(weight=0.5, form="surprisal")(z, logits, tokens=tokens))
     assert value != pytest.approx(surprisal, rel=1e-3)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.75, 1.25])
+def test_rise_fraction_sets_d(fraction):
+    """`d` of Eq. (2)-(4) is `rise_fraction` of the mean absolute change,
+    for every rise form; the entropy form ignores it."""
+    z, logits = random_case(3, shape=(3, 11, 2))
+    backward_logits = random_case(53, shape=(3, 11, 2))[1]
+    tokens = random_tokens(3, (3, 11))
+    cases = {
+        "rise": ({}, reference_rise_placement(z, logits, fraction=fraction)),
+        "surprisal": ({"tokens": tokens}, reference_surprisal_placement(
+            z, logits, tokens, fraction=fraction)),
+        "bidirectional": ({"tokens": tokens, "backward_logits": backward_logits},
+                          reference_bidirectional_placement(
+                              z, logits, backward_logits, tokens, fraction=fraction)),
+    }
+    for form, (inputs, want) in cases.items():
+        configured = BoundaryPlacement(form=form, rise_fraction=fraction)
+        assert float(configured(z, logits, **inputs)) == pytest.approx(want, rel=REL), form
+    entropy = BoundaryPlacement(rise_fraction=fraction)(z, logits)
+    assert float(entropy) == pytest.approx(reference_placement(z, logits), rel=REL)
+    # The default is half the mean change, and another fraction moves the targets.
+    default = BoundaryPlacement(form="rise")(z, logits)
+    assert float(default) == pytest.approx(reference_rise_placement(z, logits), rel=REL)
+    assert float(default) != pytest.approx(float(cases["rise"][1]), rel=1e-3)
+    assert BoundaryPlacement(rise_fraction=fraction).get_config()["rise_fraction"] == fraction
+    for bad in (-0.5, float("nan"), "half"):
+        with pytest.raises(ValueError, match="rise_fraction"):
+            BoundaryPlacement(form="rise", rise_fraction=bad)
 
 
 def test_bidirectional_form_reads_a_word_start_from_the_backward_model():

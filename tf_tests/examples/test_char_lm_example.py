@@ -176,6 +176,7 @@ def test_bad_flag_values_name_flag_and_choices(flag, value, allowed):
 
 
 def test_enumerated_flags_match_the_library():
+    from hmkeras.cells import boundary_placement
     from hmkeras.cells import hierarchical_cell
     from hmkeras.cells import straight_through
     from hmkeras.models import char_language_model
@@ -185,6 +186,8 @@ def test_enumerated_flags_match_the_library():
     assert char_lm_flags.BOUNDARY_MODES == hierarchical_cell.BOUNDARY_MODES
     assert char_lm_flags.BOUNDARY_GRADIENTS == straight_through.GRADIENTS
     assert char_lm_flags.BOUNDARY_INPUTS == hierarchical_cell.BOUNDARY_INPUTS
+    assert char_lm_flags.RISE_PLACEMENTS == boundary_placement.RISE_FORMS
+    assert char_lm_flags.RISE_FRACTION == boundary_placement.RISE_FRACTION
     assert set(char_lm_flags.MODEL_FLAGS) <= set(FLAGS)
 
 

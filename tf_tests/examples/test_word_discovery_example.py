@@ -169,6 +169,15 @@ def test_unsegmented_flags():
         _settings("--dataset=brent_phonemes", "--segment_lengths=none,none")
     spaced = _settings("--dataset=brent_phonemes", "--nounsegmented")
     assert (spaced["boundary_placement"], spaced["segment_lengths"]) == ("entropy", None)
+    # The rise's threshold: the library's default unless given.
+    from hmkeras.cells.boundary_placement import RISE_FRACTION
+
+    assert config.rise_fraction == RISE_FRACTION
+    config = ptb_char.char_lm_flags.model_config(
+        _settings("--dataset=brent_phonemes", "--rise_fraction=0.75"), 50)
+    assert config.rise_fraction == 0.75
+    with pytest.raises(flags.IllegalFlagValueError, match=r"--rise_fraction=-1: -1.0 is not a non-negative number"):
+        _settings("--dataset=brent_phonemes", "--rise_fraction=-1")
     s = _settings("--dataset=text_file", "--text_file=a.txt,b.txt,c.txt")
     assert ptb_char.char_lm_flags.text_file_parts(s) == {
         "text_file": "a.txt", "valid_file": "b.txt", "test_file": "c.txt"}
@@ -188,6 +197,14 @@ def test_unsegmented_flags():
      r"^--text_file takes one file or three comma-separated files"),
     (["--dataset=text_file", "--text_file=a.txt,b.txt,c.txt", "--test_file=d.txt"],
      r"^--test_file does not go with three files in --text_file"),
+    (["--dataset=brent_phonemes", "--boundary_placement=entropy", "--rise_fraction=0.75"],
+     r"^--rise_fraction is the threshold of a rise placement: it needs "
+     r"--boundary_placement=rise or surprisal or bidirectional. Received: "
+     r"--boundary_placement=entropy --rise_fraction=0.75"),
+    (["--dataset=brent_phonemes", "--nounsegmented", "--rise_fraction=0.75"],
+     r"^--rise_fraction is the threshold of a rise placement"),
+    (["--dataset=brent_phonemes", "--cell=lstm", "--rise_fraction=0.75"],
+     r"^--rise_fraction applies to the hierarchical cells"),
 ])
 def test_unsegmented_flag_errors(flags, match):
     with pytest.raises(ptb_char.FlagError, match=match):

@@ -52,6 +52,25 @@ def test_numpy_numbers_accepted_and_json_written():
         2.0, False, -1.0, 0.25)
 
 
+def test_rise_fraction_reaches_the_placement_and_reads_back():
+    # The rise placements' threshold goes to the network's BoundaryPlacement
+    # and through JSON; a configuration written before the field reads back
+    # with the threshold of that time, half the mean change.
+    from hmkeras.cells.boundary_placement import RISE_FRACTION
+
+    config = CharLanguageModelConfig(
+        vocab_size=7, units=4, num_layers=3, embedding_dim=3, output_units=4,
+        boundary_placement="surprisal", segment_lengths=[None, 15],
+        rise_fraction=np.float32(0.75))
+    assert type(config.rise_fraction) is float
+    assert CharLanguageModelConfig.from_json(config.to_json()) == config
+    assert CharLanguageModel(config).boundary_placement.rise_fraction == 0.75
+    assert CharLanguageModelConfig(vocab_size=7).rise_fraction == RISE_FRACTION
+    old = json.loads(config.to_json())
+    del old["rise_fraction"]
+    assert CharLanguageModelConfig.from_json(json.dumps(old)).rise_fraction == 0.5
+
+
 def test_mlstm_numpy_options():
     config = CharLanguageModelConfig(
         vocab_size=5, cell="mlstm", units=4,
@@ -71,6 +90,7 @@ def test_mlstm_numpy_options():
      ("output_units", [-1, True, 4.5]),
      ("boundary_prior", ["poisson", True, 1]),
      ("l2", [-0.1, NAN, INF, True, None]),
+     ("rise_fraction", [-0.5, NAN, INF, True, None, "half"]),
      ("seed", [1.5, True, "1"]),
      ("cell", ["gru", 1]),
      ("output", ["fancy", None])],
