@@ -640,7 +640,7 @@ def bidirectional_rises(utterances, forward, backward, rise_fraction=0.5):
     return [a + b[::-1] for a, b in zip(ahead, behind)]
 
 
-def bidirectional_segmentation(utterances, forward, backward):
+def bidirectional_segmentation(utterances, forward, backward, rise_fraction=0.5):
     """Segmentation by a rise read in both directions (the rule
     `hmkeras.BoundaryPlacement(form="bidirectional")` trains `z^1` towards,
     its Eq. 4): a boundary after character i (0 <= i <= n-2) where the
@@ -650,6 +650,8 @@ def bidirectional_segmentation(utterances, forward, backward):
         utterances: Sequence of unsegmented utterances.
         forward: As many 1-D arrays, `forward[k]` of length `len(utterances[k])`.
         backward: Likewise, in each utterance's reversed order.
+        rise_fraction: Each direction's `d` as a fraction >= 0 of its mean
+            absolute change (`bidirectional_rises`); default 0.5.
 
     Returns:
         A list of segmented utterances, one per utterance.
@@ -663,7 +665,8 @@ def bidirectional_segmentation(utterances, forward, backward):
     """
     utterances = _unsegmented_list(utterances, "utterances")
     out = []
-    for utterance, summed in zip(utterances, bidirectional_rises(utterances, forward, backward)):
+    summed_rises = bidirectional_rises(utterances, forward, backward, rise_fraction)
+    for utterance, summed in zip(utterances, summed_rises):
         boundaries = np.zeros(len(utterance), dtype=np.int8)
         boundaries[:-1] = summed > 0
         out.append(segment_utterance(utterance, boundaries))

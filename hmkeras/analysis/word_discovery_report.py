@@ -24,8 +24,9 @@ with baselines computed on the same test lines:
 * `"bidirectional"` (a model trained with `BoundaryPlacement(form=
   "bidirectional")`): the rule of its Eq. (4), the surprisal signal's rise
   read forwards on the model's predictions and backwards on its backward
-  language model's (`word_discovery.bidirectional_segmentation`), which
-  `z^1` is trained towards; it reads the whole utterance.
+  language model's (`word_discovery.bidirectional_segmentation`), at the
+  threshold of the model's placement (its `rise_fraction`): what `z^1` is
+  trained towards; it reads the whole utterance.
 * `"random"`: a boundary at each position with the test text's gold
   boundary rate (the usual chance baseline; it is told that rate).
 * `"transition_probability"`: Saffran et al. (1996), a boundary at each
@@ -223,7 +224,8 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
     if backward is not None:
         segmentations["bidirectional"] = word_discovery.bidirectional_segmentation(
             unspaced, utterance_values(test, forward),
-            reversed_utterance_values(test, backward))
+            reversed_utterance_values(test, backward),
+            rise_fraction=lm.boundary_placement.rise_fraction)
     gold_rate = word_discovery.boundary_rate(test.segmented)
     segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
     segmentations["transition_probability"] = (

@@ -458,6 +458,9 @@ def test_bidirectional_segmentation_by_hand():
     # Each direction alone.
     assert bidirectional_segmentation(["abcdef"], [forward], [np.zeros(6)]) == ["abcd ef"]
     assert bidirectional_segmentation(["abcdef"], [np.zeros(6)], [backward]) == ["abc def"]
+    # With d = 0 the raw changes' sums 1, -5, 4, 2, -3 (below) cut after i = 0, 2, 3.
+    assert bidirectional_segmentation(["abcdef"], [forward], [backward],
+                                      rise_fraction=0.0) == ["a bc d ef"]
 
 
 def test_bidirectional_rises_by_hand_and_with_another_fraction():

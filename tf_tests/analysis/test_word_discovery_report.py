@@ -3,6 +3,8 @@ boundaries cut back into utterances (and the written file read back to
 the same boundaries), the entropies of a chunked batch-1 pass equal to one
 pass over the whole stream, and every segmenter scored on the same lines."""
 
+import dataclasses
+
 import backend_support
 import numpy as np
 import pytest
@@ -128,9 +130,16 @@ def test_backward_signal_is_eq_3_on_the_reversed_stream(tiny_lm):
         lm, vocab, {"train": utterances, "test": test})
     log_probs = report.batch_one_pass(lm, ids)[1]
     unspaced = [g.replace(" ", "") for g in test.segmented]
+    forward = report.utterance_values(test, report.surprisal_signal(log_probs, ids))
     assert segmentations["bidirectional"] == word_discovery.bidirectional_segmentation(
-        unspaced, report.utterance_values(test, report.surprisal_signal(log_probs, ids)),
-        pieces)
+        unspaced, forward, pieces)
+    # At the threshold of the model's own placement (the same weights).
+    config = dataclasses.replace(lm.config, rise_fraction=0.0)
+    _, at_zero = report.word_discovery_results(
+        CharLanguageModel(config), vocab, {"train": utterances, "test": test})
+    assert at_zero["bidirectional"] == word_discovery.bidirectional_segmentation(
+        unspaced, forward, pieces, rise_fraction=0.0)
+    assert at_zero["bidirectional"] != segmentations["bidirectional"]
     # A model without a backward language model has no such segmenter.
     plain = CharLanguageModel(vocab_size=len(vocab), cell="hmlstm", units=8, num_layers=3,
                               embedding_dim=4, output_units=8, seed=0)
