@@ -563,7 +563,7 @@ def model_config(s, vocab_size):
         cell_options=cell_options(s), **boundary_prior_flags.prior_arguments(s),
         boundary_placement=None if s["boundary_placement"] == "none" else s["boundary_placement"],
         placement_upper_layers=s["placement_upper_layers"],
-        rise_fraction=s.get("rise_fraction", 0.5), l2=s["l2"], seed=s["seed"],
+        rise_fraction=s["rise_fraction"], l2=s["l2"], seed=s["seed"],
     )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from example_modules import ROOT, example_settings, load_example, run_ptb_char
+from hmkeras.cells.boundary_placement import RISE_FRACTION
 from hmkeras.models.char_language_model import CharLanguageModel
 
 ptb_char = load_example("ptb_char")
@@ -170,13 +171,12 @@ def test_unsegmented_flags():
     spaced = _settings("--dataset=brent_phonemes", "--nounsegmented")
     assert (spaced["boundary_placement"], spaced["segment_lengths"]) == ("entropy", None)
     # The rise's threshold: the library's default unless given.
-    from hmkeras.cells.boundary_placement import RISE_FRACTION
-
     assert config.rise_fraction == RISE_FRACTION
     config = ptb_char.char_lm_flags.model_config(
         _settings("--dataset=brent_phonemes", "--rise_fraction=0.75"), 50)
     assert config.rise_fraction == 0.75
-    with pytest.raises(flags.IllegalFlagValueError, match=r"--rise_fraction=-1: -1.0 is not a non-negative number"):
+    with pytest.raises(flags.IllegalFlagValueError,
+                       match=r"--rise_fraction=-1: -1.0 is not a non-negative number"):
         _settings("--dataset=brent_phonemes", "--rise_fraction=-1")
     s = _settings("--dataset=text_file", "--text_file=a.txt,b.txt,c.txt")
     assert ptb_char.char_lm_flags.text_file_parts(s) == {

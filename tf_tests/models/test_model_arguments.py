@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 
+from hmkeras.cells.boundary_placement import RISE_FRACTION
 from hmkeras.cells.hm_lstm_cell import HMLSTMCell
 from hmkeras.models.cell_options import MODEL_ARGUMENTS
 from hmkeras.models.cell_options import allowed_options
@@ -56,8 +57,6 @@ def test_rise_fraction_reaches_the_placement_and_reads_back():
     # The rise placements' threshold goes to the network's BoundaryPlacement
     # and through JSON; a configuration written before the field reads back
     # with the threshold of that time, half the mean change.
-    from hmkeras.cells.boundary_placement import RISE_FRACTION
-
     config = CharLanguageModelConfig(
         vocab_size=7, units=4, num_layers=3, embedding_dim=3, output_units=4,
         boundary_placement="surprisal", segment_lengths=[None, 15],
