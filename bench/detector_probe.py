@@ -99,6 +99,8 @@ def fit_probe(x, y, l2):
 
 
 def main(_):
+    from keras import ops
+
     from hmkeras.analysis import word_discovery
     from hmkeras.analysis.word_discovery_report import batch_one_pass
     from hmkeras.analysis.word_discovery_report import stream_segmentation
@@ -116,7 +118,7 @@ def main(_):
         if FLAGS.targets == "surprisal":  # Eq. 3 reads the symbol after each input
             text_ids = vocab.encode(utterances.text)
             entropy = surprisal_signal(batch_one_pass(lm, text_ids, CHUNK)[1], text_ids)
-        unspaced = [line.replace(" ", "") for line in utterances.segmented]
+        unspaced = utterances.unspaced
         rises = word_discovery.entropy_segmentation(
             unspaced, utterance_values(utterances, entropy), rule="rise")
         splits[name] = dict(utterances=utterances, outputs=outputs,
@@ -126,7 +128,7 @@ def main(_):
     score = lambda b: word_discovery.score_segmentation(
         test["utterances"].segmented,
         stream_segmentation(test["utterances"], np.append(b, 0.0))).as_dict()
-    z1 = test["outputs"][:, sum(lm.hierarchical_cell.units)]
+    z1 = ops.convert_to_numpy(lm.boundaries(test["outputs"]))[:, 0]
     rows = {"z^1 (the trained detector)": score(z1),
             f"{FLAGS.targets} rises (the targets)": score(test["rises"])}
     for name, x in splits["train"]["features"].items():

@@ -122,11 +122,9 @@ def score_rules(lm, vocab, utterances):
     """`({rule: scores}, {fraction of GRID: lines})` over `utterances`:
     every rule's `scores_of`, and the segmentation of each fraction."""
     ids = vocab.encode(utterances.text)
-    forward = report.surprisal_signal(report.batch_one_pass(lm, ids)[1], ids)
-    backward = report.backward_signal(lm, ids)
-    unspaced = [line.replace(" ", "") for line in utterances.segmented]
-    signals = (unspaced, report.utterance_values(utterances, forward),
-               report.reversed_utterance_values(utterances, backward))
+    unspaced = utterances.unspaced
+    signals = (unspaced, *report.utterance_signals(
+        lm, utterances, ids, report.batch_one_pass(lm, ids)[1]))
     scores = {name: scores_of(utterances.segmented, segmented_lines(unspaced, cuts))
               for name, cuts in rule_cuts(*signals).items()}
     grid = {fraction: segmented_lines(unspaced, cuts)

@@ -63,7 +63,7 @@ def score_signals(lm, vocab, utterances):
 
     ids = vocab.encode(utterances.text)
     terms = signal_terms(batch_one_pass(lm, ids, CHUNK)[1], ids)
-    unspaced = [line.replace(" ", "") for line in utterances.segmented]
+    unspaced = utterances.unspaced
     scores = {}
     for name, signal in SIGNALS.items():
         lines = word_discovery.entropy_segmentation(

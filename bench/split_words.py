@@ -27,6 +27,7 @@ import json
 
 from absl import app
 from absl import flags
+from keras import ops
 import numpy as np
 
 from hmkeras.analysis import word_discovery
@@ -58,14 +59,12 @@ def segmentations(lm, vocab, utterances):
             "towards both directions' rises (--boundary_placement=bidirectional).")
     ids = vocab.encode(utterances.text)
     outputs, log_probs = report.batch_one_pass(lm, ids)
-    bits = -log_probs[np.arange(len(ids) - 1), ids[1:]].mean() / np.log(2.0)
-    unspaced = [line.replace(" ", "") for line in utterances.segmented]
-    targets = word_discovery.bidirectional_segmentation(
-        unspaced, report.utterance_values(utterances, report.surprisal_signal(log_probs, ids)),
-        report.reversed_utterance_values(utterances, report.backward_signal(lm, ids)),
-        rise_fraction=lm.boundary_placement.rise_fraction)
-    z1 = report.stream_segmentation(utterances, outputs[:, sum(lm.layer_sizes)])
-    return float(bits), {"gold": list(utterances.segmented), "z1": z1, "targets": targets}
+    bits = report.signal_terms(log_probs, ids)[1].mean() / np.log(2.0)
+    targets = report.bidirectional_targets(
+        lm, utterances, *report.utterance_signals(lm, utterances, ids, log_probs))
+    z1 = ops.convert_to_numpy(lm.boundaries(outputs))[:, 0]
+    return float(bits), {"gold": list(utterances.segmented), "targets": targets,
+                         "z1": report.stream_segmentation(utterances, z1)}
 
 
 def split_scores(lm, vocab, utterances):

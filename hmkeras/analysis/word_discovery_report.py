@@ -85,10 +85,10 @@ def stream_segmentation(utterances, boundaries):
             f"`boundaries` must hold one value per input symbol ({needed}). "
             f"Received shape {boundaries.shape}.")
     lines = []
-    for line, (start, length) in zip(utterances.segmented, _utterance_slices(utterances)):
+    for line, (start, length) in zip(utterances.unspaced, _utterance_slices(utterances)):
         cuts = boundaries[start: start + length].astype(np.int8)
         cuts[-1] = 1  # the line end ends the last word
-        lines.append(word_discovery.segment_utterance(line.replace(" ", ""), cuts))
+        lines.append(word_discovery.segment_utterance(line, cuts))
     return lines
 
 
@@ -186,6 +186,29 @@ def reversed_utterance_values(utterances, reversed_values):
             for start, length in _utterance_slices(utterances)]
 
 
+def utterance_signals(lm, utterances, ids, log_probs):
+    """`(forward, backward)`: the surprisal signal (Eq. 3) cut into one
+    array per utterance, read forwards on `lm`'s predictions (`log_probs`,
+    of `batch_one_pass` over the stream `ids` of `utterances`) and, each
+    utterance in its reversed order, on its backward language model's
+    (`backward_signal`; None for a model without one)."""
+    forward = utterance_values(utterances, surprisal_signal(log_probs, ids))
+    backward = backward_signal(lm, ids)
+    if backward is not None:
+        backward = reversed_utterance_values(utterances, backward)
+    return forward, backward
+
+
+def bidirectional_targets(lm, utterances, forward, backward):
+    """The lines `z^1` of `lm` is trained towards on `utterances`: the rule
+    of Eq. (4) (`word_discovery.bidirectional_segmentation`) on the
+    `utterance_signals` `forward` and `backward`, at the threshold of the
+    model's placement (its `rise_fraction`)."""
+    return word_discovery.bidirectional_segmentation(
+        utterances.unspaced, forward, backward,
+        rise_fraction=lm.boundary_placement.rise_fraction)
+
+
 def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
     """Every segmenter's words on the test utterances, scored.
 
@@ -209,28 +232,24 @@ def word_discovery_results(lm, vocab, utterances, boundaries=None, seed=0):
         `segmentations` maps each segmenter to its lines.
     """
     test, train = utterances["test"], utterances["train"]
-    unspaced = [line.replace(" ", "") for line in test.segmented]
     segmentations = {}
     if boundaries is not None:
         for layer in range(min(2, boundaries.shape[1])):
             segmentations[f"z{layer + 1}"] = stream_segmentation(test, boundaries[:, layer])
     ids = vocab.encode(test.text)
     log_probs = batch_one_pass(lm, ids)[1]  # H_t of the last symbol is not read
-    forward = surprisal_signal(log_probs, ids)
-    for name, signal in (("entropy", entropies_of(log_probs)[:-1]), ("surprisal", forward)):
-        segmentations[name] = word_discovery.entropy_segmentation(
-            unspaced, utterance_values(test, signal), rule="rise")
-    backward = backward_signal(lm, ids)
+    forward, backward = utterance_signals(lm, test, ids, log_probs)
+    segmentations["entropy"] = word_discovery.entropy_segmentation(
+        test.unspaced, utterance_values(test, entropies_of(log_probs)[:-1]), rule="rise")
+    segmentations["surprisal"] = word_discovery.entropy_segmentation(
+        test.unspaced, forward, rule="rise")
     if backward is not None:
-        segmentations["bidirectional"] = word_discovery.bidirectional_segmentation(
-            unspaced, utterance_values(test, forward),
-            reversed_utterance_values(test, backward),
-            rise_fraction=lm.boundary_placement.rise_fraction)
+        segmentations["bidirectional"] = bidirectional_targets(lm, test, forward, backward)
     gold_rate = word_discovery.boundary_rate(test.segmented)
-    segmentations["random"] = word_discovery.random_segmentation(unspaced, gold_rate, seed)
+    segmentations["random"] = word_discovery.random_segmentation(
+        test.unspaced, gold_rate, seed)
     segmentations["transition_probability"] = (
-        word_discovery.transition_probability_segmentation(
-            [line.replace(" ", "") for line in train.segmented], unspaced))
+        word_discovery.transition_probability_segmentation(train.unspaced, test.unspaced))
     results = {"primary": "z1" if boundaries is not None else "entropy",
                "scored": test.has_words, "gold_rate": gold_rate,
                "num_utterances": len(test)}

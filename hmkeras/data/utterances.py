@@ -14,7 +14,8 @@ dog" are the same two words; a line that is empty or holds only spaces is
 refused (an utterance of no symbol), and so is a text of no line.
 `Utterances.text` is what the model reads (no spaces, a line end after
 every utterance), `Utterances.segmented` the gold lines (words separated
-by single spaces), `Utterances.has_words` whether any line has a space at
+by single spaces), `Utterances.unspaced` the lines a segmenter cuts (the
+utterances without their spaces), `Utterances.has_words` whether any line has a space at
 all (a text without spaces has no gold words to score against, and can
 still be segmented).
 
@@ -62,6 +63,8 @@ class Utterances:
         'youwantit\\nlook\\n'
         >>> utterances.segmented, len(utterances), utterances.has_words
         (('you want it', 'look'), 2, True)
+        >>> utterances.unspaced  # what a segmenter cuts
+        ('youwantit', 'look')
     """
 
     segmented: tuple
@@ -97,9 +100,14 @@ class Utterances:
         return cls(tuple(segmented))
 
     @property
+    def unspaced(self):
+        """Every utterance without its spaces (the lines a segmenter cuts)."""
+        return tuple(line.replace(" ", "") for line in self.segmented)
+
+    @property
     def text(self):
         """What a model reads: every utterance without its spaces, then `"\\n"`."""
-        return "".join(line.replace(" ", "") + "\n" for line in self.segmented)
+        return "".join(line + "\n" for line in self.unspaced)
 
     @property
     def has_words(self):
