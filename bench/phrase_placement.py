@@ -32,6 +32,12 @@ prints:
   that signal alone, chosen with the labels; and beside it `z^2` where
   the signal is above its mean over the `z^1` steps (`mean_threshold`),
   the label-free rule that Eq. (1) would apply to that signal;
+* with a run of `--boundary_placement=bidirectional`, which trains a
+  backward language model beside the hierarchy, the same for its signals
+  (`backward_signals`: its entropy and surprisal at the symbols at and
+  before the boundary, given what follows); with `--signal_steps=words`
+  every signal is read at the gold word ends instead of the `z^1` steps
+  (how well the signal alone tells a phrase end from another word end);
 * a linear read-out of the states `[h^1 | .. | h^L]` at the `z^1` steps,
   fitted by least squares to the phrase ends of the first half of the
   text and scored on the second (`state_read_out`): whether what a
@@ -43,6 +49,9 @@ the diagnostics' thresholds and read-out.
 
     python examples/ptb_char.py --preset=quick --output_dir=runs/quick_hmlstm
     python bench/phrase_placement.py --run_dir=runs/quick_hmlstm
+    python examples/ptb_char.py --preset=quick --boundary_placement=bidirectional \
+        --output_dir=runs/quick_bidirectional
+    python bench/phrase_placement.py --run_dir=runs/quick_bidirectional --signal_steps=words
 
 Figures: `docs/results/char-lm.md`, "Why z^2 does not mark the phrases".
 """
@@ -60,6 +69,10 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "A --dataset=synthetic hmlstm run of examples/ptb_char.py.")
 flags.DEFINE_integer("segment_length", 15, "The prior's segment length of z^2 (the main job's).",
                      lower_bound=1)
+flags.DEFINE_enum("signal_steps", "z1", ["z1", "words"],
+                  "Where the signals are read: at the steps where z^1 fires, or at the "
+                  "gold word ends (last-separator alignment): the signals' own "
+                  "separation of the phrase ends, wherever z^1 lands.")
 flags.mark_flags_as_required(["run_dir"])
 
 KINDS = ("phrase end", "other word end", "inside a word")
@@ -133,6 +146,43 @@ def word_end_signals(entropy, surprisal, z1):
         "S_{t-2}": surprisal[steps - 2],
         "segment length": (steps - starts + 1).astype(float),
         "segment's largest H before t": largest,
+    }
+
+
+def backward_terms(lm, ids):
+    """`(entropy, surprisal)` of the backward language model (a run with
+    `--boundary_placement=bidirectional`) per symbol `j` of `ids`: the
+    entropy (nats) of its prediction of symbol `j` from the symbols after
+    it, read from the end of `ids` in one pass, and the surprisal of the
+    symbol `ids[j]` under it; NaN at the last symbol, which it reads
+    first and never predicts."""
+    from keras import ops
+
+    ids = np.asarray(ids, np.int32)
+    logits = lm.backward_language_model.predict_on_batch(ids[None])[0]
+    log_probs = ops.convert_to_numpy(
+        ops.log_softmax(ops.cast(logits, "float64"), axis=-1))[::-1]
+    # Reversed back, row j + 1 predicts symbol j (its output after the
+    # symbols j + 1 .. end, last first).
+    entropy = np.append(-(np.exp(log_probs[1:]) * log_probs[1:]).sum(axis=-1), np.nan)
+    surprisal = np.append(-log_probs[np.arange(1, len(ids)), ids[:-1]], np.nan)
+    return entropy, surprisal
+
+
+def backward_signals(entropy, backward_entropy, backward_surprisal, steps):
+    """`{name: values}` per `z^1` step of `steps` (each before the text's
+    second-to-last step): the backward model's uncertainty about the
+    symbols at and before the boundary after step `t`, given what follows
+    (`backward_terms`), and its sum with the forward entropy `H_{t-2}`."""
+    return {
+        "Hb_{t+1} (backwards)": backward_entropy[steps + 1],
+        "Hb_t (backwards)": backward_entropy[steps],
+        "Hb_{t-1} (backwards)": backward_entropy[steps - 1],
+        "Hb_{t-2} (backwards)": backward_entropy[steps - 2],
+        "Sb_t (backwards)": backward_surprisal[steps],
+        "Sb_{t-1} (backwards)": backward_surprisal[steps - 1],
+        "H_{t-2} + Hb_{t-1}": entropy[steps - 2] + backward_entropy[steps - 1],
+        "H_t + Hb_t": entropy[steps] + backward_entropy[steps],
     }
 
 
@@ -238,9 +288,15 @@ def main(_):
         quantiles = np.quantile(values, [0.1, 0.5, 0.9]) if len(values) else [np.nan] * 3
         results[f"H at deciding steps: {kind}"] = [float(q) for q in quantiles]
         print(f"{kind:40s} {len(values):6d} " + " ".join(f"{q:6.3f}" for q in quantiles))
-    print(f"\n{'the best threshold on one signal at the z^1 steps':46s} direction  rate      P      R     F1"
+    title = f"the best threshold on one signal at the {FLAGS.signal_steps} steps"
+    print(f"\n{title:46s} direction  rate      P      R     F1"
           "   above its mean: rate      P      R     F1")
-    steps, signals = word_end_signals(entropy, surprisal, z[:, 0])
+    ends = z[:, 0] if FLAGS.signal_steps == "z1" else words["last_separator"]
+    steps, signals = word_end_signals(entropy, surprisal, ends)
+    if lm.backward_language_model is not None:
+        steps = steps[steps < len(z) - 2]
+        signals = {name: values[: len(steps)] for name, values in signals.items()}
+        signals.update(backward_signals(entropy, *backward_terms(lm, ids[: len(z)]), steps))
     for name, values in signals.items():
         best = best_threshold(values, steps, phrases, len(z))
         above = mean_threshold(values, steps, phrases, len(z))

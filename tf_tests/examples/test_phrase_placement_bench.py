@@ -1,10 +1,22 @@
 """`bench/phrase_placement.py` on hand-made boundaries and entropies, and
-`bench/trained_run.py`'s pass over a text against one call of the network."""
+`bench/trained_run.py`'s pass over a text against one call of the network, the
+backward language model's terms against its reading of each suffix, and the
+script on a saved bidirectional run."""
+
+import json
+import os
 
 import numpy as np
+import pytest
 from example_modules import load_script
 
+from hmkeras.analysis.corpus_references import synthetic_references
+from hmkeras.analysis.word_discovery_report import batch_one_pass
+from hmkeras.analysis.word_discovery_report import entropies_of
 from hmkeras.cells.boundary_placement import predictive_entropy
+from hmkeras.data import CharVocabulary
+from hmkeras.data.char_splits import word_separators
+from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 from hmkeras.models.char_language_model import CharLanguageModel
 from hmkeras.models.char_language_model import CharLanguageModelConfig
 
@@ -121,3 +133,72 @@ def test_firing_places_split_z2_by_where_z1_fired():
     assert places == {"at a z^1 step": 0.25, "the step after a z^1 step": 0.5,
                       "elsewhere": 0.25}
     assert set(BENCH.firing_places(np.zeros((3, 2), int)).values()) == {0.0}
+
+
+def test_backward_terms_predict_each_symbol_from_the_symbols_after_it():
+    # Reference: the backward model run on the suffix ids[j + 1:] alone
+    # (it reads it last symbol first); its last output predicts symbol j.
+    lm = CharLanguageModel(CharLanguageModelConfig(
+        vocab_size=6, cell="hmlstm", units=4, num_layers=3, embedding_dim=3,
+        output_units=5, seed=0, boundary_placement="bidirectional"))
+    ids = np.random.default_rng(1).integers(0, 6, 9).astype("int32")
+    entropy, surprisal = BENCH.backward_terms(lm, ids)
+    assert np.isnan(entropy[-1]) and np.isnan(surprisal[-1])
+    for j in range(len(ids) - 1):
+        logits = np.asarray(lm.backward_language_model(ids[None, j + 1:]))[0, -1]
+        log_p = logits.astype("float64") - np.logaddexp.reduce(logits.astype("float64"))
+        np.testing.assert_allclose(entropy[j], -(np.exp(log_p) * log_p).sum(), rtol=1e-5)
+        np.testing.assert_allclose(surprisal[j], -log_p[ids[j]], rtol=1e-5)
+
+
+def test_backward_signals_read_the_steps_around_each_z1_step():
+    entropy = np.arange(8.0)
+    backward_entropy = 10.0 + np.arange(8.0)
+    backward_surprisal = 20.0 + np.arange(8.0)
+    signals = BENCH.backward_signals(entropy, backward_entropy, backward_surprisal,
+                                     np.array([2, 5]))
+    np.testing.assert_array_equal(signals["Hb_{t+1} (backwards)"], [13.0, 16.0])
+    np.testing.assert_array_equal(signals["Hb_{t-2} (backwards)"], [10.0, 13.0])
+    np.testing.assert_array_equal(signals["Sb_{t-1} (backwards)"], [21.0, 24.0])
+    np.testing.assert_array_equal(signals["H_{t-2} + Hb_{t-1}"], [0.0 + 11.0, 3.0 + 14.0])
+
+
+def test_the_script_reads_the_backward_signals_at_the_word_ends(tmp_path, capsys):
+    # A saved (untrained) bidirectional run on a small embedded corpus: the
+    # script's backward rows, read at the gold word ends, are the scores of
+    # backward_terms at those steps above their mean.
+    settings = {"seed": 0, "synthetic_train_chars": 600, "synthetic_valid_chars": 200,
+                "synthetic_test_chars": 400}
+    corpus = SyntheticHierarchicalCorpus(seed=0, train_chars=600, valid_chars=200,
+                                         test_chars=400)
+    text = corpus.text("test")
+    vocab = CharVocabulary.from_text(corpus.text("train") + corpus.text("validation") + text)
+    lm = CharLanguageModel(CharLanguageModelConfig(
+        vocab_size=len(vocab), cell="hmlstm", units=8, num_layers=3, embedding_dim=4,
+        output_units=8, seed=0, boundary_placement="bidirectional"))
+    run = tmp_path / "run"
+    os.makedirs(run / "checkpoints")
+    (run / "settings.json").write_text(json.dumps(settings))
+    (run / "model_config.json").write_text(lm.config.to_json())
+    (run / "vocabulary.json").write_text(vocab.to_json())
+    lm.network.save_weights(str(run / "checkpoints" / "best.weights.h5"))
+    BENCH.FLAGS(["phrase_placement", f"--run_dir={run}", "--signal_steps=words"])
+    try:
+        BENCH.main([])
+    finally:
+        BENCH.FLAGS.unparse_flags()
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    ids = np.asarray(vocab.encode(text), np.int32)
+    references = synthetic_references(corpus, "test", text, word_separators("synthetic"))
+    phrases = {name: values[: len(ids)] for name, values in references["phrases"].items()}
+    steps = np.flatnonzero(references["words"]["last_separator"][: len(ids)])
+    steps = steps[(steps >= 2) & (steps < len(ids) - 2)]
+    backward_entropy, _ = BENCH.backward_terms(lm, ids)
+    values = backward_entropy[steps]
+    expected = BENCH.chosen_scores(values > values.mean(), steps, phrases, len(ids))
+    assert printed["above its mean: Hb_t (backwards)"] == pytest.approx(expected)
+    entropy = entropies_of(batch_one_pass(lm, ids)[1])[steps]  # the forward rows, same steps
+    assert printed["above its mean: H_t"] == pytest.approx(
+        BENCH.chosen_scores(entropy > entropy.mean(), steps, phrases, len(ids)))
+    assert len(steps) > 10
