@@ -156,16 +156,15 @@ def backward_terms(lm, ids):
     it, read from the end of `ids` in one pass, and the surprisal of the
     symbol `ids[j]` under it; NaN at the last symbol, which it reads
     first and never predicts."""
-    from keras import ops
+    from hmkeras.analysis.word_discovery_report import backward_log_probs
+    from hmkeras.analysis.word_discovery_report import entropies_of
 
-    ids = np.asarray(ids, np.int32)
-    logits = lm.backward_language_model.predict_on_batch(ids[None])[0]
-    log_probs = ops.convert_to_numpy(
-        ops.log_softmax(ops.cast(logits, "float64"), axis=-1))[::-1]
-    # Reversed back, row j + 1 predicts symbol j (its output after the
-    # symbols j + 1 .. end, last first).
-    entropy = np.append(-(np.exp(log_probs[1:]) * log_probs[1:]).sum(axis=-1), np.nan)
-    surprisal = np.append(-log_probs[np.arange(1, len(ids)), ids[:-1]], np.nan)
+    ids = np.asarray(ids)
+    # Reversed back, row j + 1 predicts symbol j (the model's output after
+    # the symbols j + 1 .. end, last first).
+    log_probs = backward_log_probs(lm, ids)[::-1][1:]
+    entropy = np.append(entropies_of(log_probs), np.nan)
+    surprisal = np.append(-log_probs[np.arange(len(ids) - 1), ids[:-1]], np.nan)
     return entropy, surprisal
 
 
@@ -173,7 +172,8 @@ def backward_signals(entropy, backward_entropy, backward_surprisal, steps):
     """`{name: values}` per `z^1` step of `steps` (each before the text's
     second-to-last step): the backward model's uncertainty about the
     symbols at and before the boundary after step `t`, given what follows
-    (`backward_terms`), and its sum with the forward entropy `H_{t-2}`."""
+    (`backward_terms`), and two sums of a backward and a forward entropy
+    (`entropy`, `H_t` of `word_end_signals`)."""
     return {
         "Hb_{t+1} (backwards)": backward_entropy[steps + 1],
         "Hb_t (backwards)": backward_entropy[steps],
@@ -241,6 +241,7 @@ def main(_):
     from hmkeras.analysis.corpus_references import synthetic_references
     from hmkeras.analysis.word_discovery_report import batch_one_pass
     from hmkeras.analysis.word_discovery_report import entropies_of
+    from hmkeras.analysis.word_discovery_report import signal_terms
     from hmkeras.data.char_splits import word_separators
     from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 
@@ -255,7 +256,7 @@ def main(_):
     ids = np.asarray(vocab.encode(text), np.int32)
     outputs, log_probs = batch_one_pass(lm, ids)
     entropy = entropies_of(log_probs)
-    surprisal = np.concatenate([-log_probs[np.arange(len(ids) - 1), ids[1:]], [0.0]])
+    surprisal = np.append(signal_terms(log_probs, ids)[1], 0.0)  # S_t; none after the last
     z = (outputs[:, sum(lm.hierarchical_cell.units):][:, :2] > 0.5).astype(int)
     references = synthetic_references(corpus, "test", text, word_separators("synthetic"))
     phrases = {name: values[: len(z)] for name, values in references["phrases"].items()}

@@ -161,21 +161,31 @@ def surprisal_signal(log_probs, ids):
     return ops.convert_to_numpy(signal)[0, :, 0]
 
 
-def backward_signal(lm, ids):
-    """The backward language model's surprisal signal (Eq. 3 on its
-    predictions) over the stream `ids` read last symbol first, one value
-    per symbol of `ids` in that reversed order (the last, about the symbol
-    before the stream, 0), or None for a model without one.
+def backward_log_probs(lm, ids):
+    """The log-probabilities (nats, float64) of the backward language
+    model's predictions over the stream `ids` read last symbol first, in
+    its reading order (row `k` predicts `ids[::-1][k + 1]`), or None for a
+    model without one.
 
     The backward model reads the whole stream in one compiled pass (Keras'
     predict function) from its zero state.
     """
     if lm.backward_language_model is None:
         return None
-    ids = np.asarray(ids, np.int32)
-    logits = lm.backward_language_model.predict_on_batch(ids[None])[0]
-    log_probs = ops.convert_to_numpy(ops.log_softmax(ops.cast(logits, "float64"), axis=-1))
-    return np.append(surprisal_signal(log_probs, ids[::-1]), 0.0)
+    logits = lm.backward_language_model.predict_on_batch(np.asarray(ids, np.int32)[None])[0]
+    return ops.convert_to_numpy(ops.log_softmax(ops.cast(logits, "float64"), axis=-1))
+
+
+def backward_signal(lm, ids):
+    """The backward language model's surprisal signal (Eq. 3 on its
+    predictions, `backward_log_probs`) over the stream `ids` read last
+    symbol first, one value per symbol of `ids` in that reversed order
+    (the last, about the symbol before the stream, 0), or None for a model
+    without one."""
+    log_probs = backward_log_probs(lm, ids)
+    if log_probs is None:
+        return None
+    return np.append(surprisal_signal(log_probs, np.asarray(ids)[::-1]), 0.0)
 
 
 def reversed_utterance_values(utterances, reversed_values):
