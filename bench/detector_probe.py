@@ -36,8 +36,16 @@ import os
 
 from absl import app
 from absl import flags
+from keras import ops
 import numpy as np
 from scipy.optimize import minimize
+
+from hmkeras.analysis import word_discovery
+from hmkeras.analysis.word_discovery_report import batch_one_pass
+from hmkeras.analysis.word_discovery_report import stream_segmentation
+from hmkeras.analysis.word_discovery_report import surprisal_signal
+from hmkeras.analysis.word_discovery_report import utterance_values
+from hmkeras.data.utterances import Utterances
 
 from trained_run import CHUNK
 from trained_run import load_model
@@ -99,15 +107,6 @@ def fit_probe(x, y, l2):
 
 
 def main(_):
-    from keras import ops
-
-    from hmkeras.analysis import word_discovery
-    from hmkeras.analysis.word_discovery_report import batch_one_pass
-    from hmkeras.analysis.word_discovery_report import stream_segmentation
-    from hmkeras.analysis.word_discovery_report import surprisal_signal
-    from hmkeras.analysis.word_discovery_report import utterance_values
-    from hmkeras.data.utterances import Utterances
-
     lm, vocab = load_model(FLAGS.run_dir)
     splits = {}
     for name, path in (("train", FLAGS.train_file), ("test", FLAGS.test_file)):

@@ -61,7 +61,17 @@ import os
 
 from absl import app
 from absl import flags
+from keras import ops
 import numpy as np
+
+from hmkeras.analysis import boundary_metrics
+from hmkeras.analysis.corpus_references import synthetic_references
+from hmkeras.analysis.word_discovery_report import backward_log_probs
+from hmkeras.analysis.word_discovery_report import batch_one_pass
+from hmkeras.analysis.word_discovery_report import entropies_of
+from hmkeras.analysis.word_discovery_report import signal_terms
+from hmkeras.data.char_splits import word_separators
+from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
 
 from trained_run import load_model
 
@@ -156,9 +166,6 @@ def backward_terms(lm, ids):
     it, read from the end of `ids` in one pass, and the surprisal of the
     symbol `ids[j]` under it; NaN at the last symbol, which it reads
     first and never predicts."""
-    from hmkeras.analysis.word_discovery_report import backward_log_probs
-    from hmkeras.analysis.word_discovery_report import entropies_of
-
     ids = np.asarray(ids)
     # Reversed back, row j + 1 predicts symbol j (the model's output after
     # the symbols j + 1 .. end, last first).
@@ -190,8 +197,6 @@ def chosen_scores(chosen, steps, references, length):
     """`{"rate", "precision", "recall", "f1"}` against `references`
     (`{alignment: 0/1 array}`) of boundaries at the `steps` where
     `chosen` is true, in a text of `length` steps."""
-    from hmkeras.analysis import boundary_metrics
-
     boundaries = np.zeros(length, int)
     boundaries[steps[chosen]] = 1
     s = boundary_metrics.aligned_boundary_scores(boundaries, references).headline
@@ -237,14 +242,6 @@ def state_read_out(states, steps, is_phrase_end, length):
 
 
 def main(_):
-    from hmkeras.analysis import boundary_metrics
-    from hmkeras.analysis.corpus_references import synthetic_references
-    from hmkeras.analysis.word_discovery_report import batch_one_pass
-    from hmkeras.analysis.word_discovery_report import entropies_of
-    from hmkeras.analysis.word_discovery_report import signal_terms
-    from hmkeras.data.char_splits import word_separators
-    from hmkeras.data.synthetic_corpus import SyntheticHierarchicalCorpus
-
     with open(os.path.join(FLAGS.run_dir, "settings.json")) as f:
         settings = json.load(f)
     lm, vocab = load_model(FLAGS.run_dir)
@@ -257,7 +254,7 @@ def main(_):
     outputs, log_probs = batch_one_pass(lm, ids)
     entropy = entropies_of(log_probs)
     surprisal = np.append(signal_terms(log_probs, ids)[1], 0.0)  # S_t; none after the last
-    z = (outputs[:, sum(lm.hierarchical_cell.units):][:, :2] > 0.5).astype(int)
+    z = (ops.convert_to_numpy(lm.boundaries(outputs))[:, :2] > 0.5).astype(int)
     references = synthetic_references(corpus, "test", text, word_separators("synthetic"))
     phrases = {name: values[: len(z)] for name, values in references["phrases"].items()}
     words = {name: values[: len(z)] for name, values in references["words"].items()}
@@ -292,12 +289,12 @@ def main(_):
     title = f"the best threshold on one signal at the {FLAGS.signal_steps} steps"
     print(f"\n{title:46s} direction  rate      P      R     F1"
           "   above its mean: rate      P      R     F1")
-    ends = z[:, 0] if FLAGS.signal_steps == "z1" else words["last_separator"]
+    ends = np.array(z[:, 0] if FLAGS.signal_steps == "z1" else words["last_separator"])
+    if lm.backward_language_model is not None:
+        ends[len(ends) - 2:] = 0  # the backward signals read the step after
     steps, signals = word_end_signals(entropy, surprisal, ends)
     if lm.backward_language_model is not None:
-        steps = steps[steps < len(z) - 2]
-        signals = {name: values[: len(steps)] for name, values in signals.items()}
-        signals.update(backward_signals(entropy, *backward_terms(lm, ids[: len(z)]), steps))
+        signals.update(backward_signals(entropy, *backward_terms(lm, ids), steps))
     for name, values in signals.items():
         best = best_threshold(values, steps, phrases, len(z))
         above = mean_threshold(values, steps, phrases, len(z))
